@@ -1,0 +1,26 @@
+"""Ember: a JIT-compiled tensor engine for Python.
+
+Tensors live on a device (``ember.Device.cpu()``); their ops run in Numba
+kernels compiled once and cached on disk.  ``import ember`` is fast: Numba is
+loaded when the first op runs, and CUDA only when a CUDA device is used.
+"""
+from . import random
+from .creation import (arange, cat, empty, empty_like, eye, from_dlpack, from_numpy, full,
+                       full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
+                       where, zeros, zeros_like)
+from .device import CheckpointingStrategy, Device, DeviceError, set_default_device
+from .dtypes import (Bool, DType, Float, Int, Kind, bool_, float32, float64, int8, int16, int32,
+                     int64, uint8)
+from .ir import Op
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "Device", "DeviceError", "CheckpointingStrategy", "set_default_device", "Op",
+    "DType", "Kind", "Float", "Int", "Bool",
+    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+    "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
+    "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
+    "cat", "stack", "where", "softmax", "log_softmax", "random",
+]

@@ -1,0 +1,153 @@
+"""CpuBackend: tensors are numpy arrays; compute runs in Ember's Numba kernels.
+
+Storage is a numpy array, so views (reshape, permute, expand, slicing, flip)
+cost nothing and ``from_numpy`` is zero-copy.  Every computation goes to a
+kernel in ``ember.kernels.cpu``; matmul calls BLAS through ``np.matmul``
+(numpy's bundled OpenBLAS: Numba's own ``np.dot`` would need SciPy, and a
+hand-written loop reaches a third of BLAS).
+"""
+import numpy as np
+
+from ..ir import ELEMENTWISE, REDUCTIONS, Op
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def __init__(self):
+        # the kernels import Numba: only now, when the first CPU op runs
+        from ember.kernels.cpu import index, launch, reduce, scan, sort
+
+        self._launch = launch
+        self._reduce = reduce
+        self._scan = scan
+        self._sort = sort
+        self._index = index
+        table = {op: self._elementwise for op in ELEMENTWISE}
+        table.update({op: self._reduction for op in REDUCTIONS})
+        table.update({
+            Op.ARGMAX: self._arg_reduce, Op.ARGMIN: self._arg_reduce,
+            Op.CUMSUM: self._cumulative, Op.CUMPROD: self._cumulative,
+            Op.MATMUL: self._matmul, Op.SORT: self._sort_op, Op.TOPK: self._topk,
+            Op.GATHER: self._gather, Op.SCATTER: self._scatter,
+            Op.INDEX_SELECT: self._index_select, Op.NONZERO: self._nonzero,
+            Op.RESHAPE: self._reshape, Op.PERMUTE: self._permute, Op.EXPAND: self._expand,
+            Op.SLICE: self._slice, Op.FLIP: self._flip, Op.CONTIGUOUS: self._contiguous,
+            Op.SLICE_ASSIGN: self._slice_assign, Op.CAT: self._cat,
+            Op.FULL: self._full, Op.ARANGE: self._arange, Op.FROM_HOST: self._from_host,
+            Op.TO_HOST: self._to_host, Op.RANDOM: self._random,
+        })
+        self._table = table
+
+    def execute(self, op, *inputs, **params):
+        """Run IR op ``op`` on storage ``inputs`` with static ``params``."""
+        return self._table[op](op, *inputs, **params)
+
+    # --- elementwise --------------------------------------------------------
+    def _elementwise(self, op, *inputs, shape, dtype):
+        out = np.empty(shape, dtype.np)
+        ins = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
+        return self._launch.elementwise(op.scalar, ins, out)
+
+    # --- reductions and scans -----------------------------------------------
+    def _reduction(self, op, x, *, axes, dtype):
+        return self._reduce.reduce(op.scalar, x, axes, dtype.np)
+
+    def _arg_reduce(self, op, x, *, axis, dtype=None):
+        return self._reduce.arg_reduce(op.scalar, x, axis)
+
+    def _cumulative(self, op, x, *, axis, dtype):
+        return self._scan.scan("add" if op is Op.CUMSUM else "mul", x, axis, dtype.np)
+
+    # --- linear algebra, sorting, indexing ----------------------------------
+    def _matmul(self, op, a, b, dtype=None):
+        return np.asarray(np.matmul(a, b))
+
+    def _sort_op(self, op, x, *, axis, descending):
+        return self._sort.sort(x, axis, descending)
+
+    def _topk(self, op, x, *, k, axis, largest):
+        return self._sort.topk(x, k, axis, largest)
+
+    def _gather(self, op, x, index, *, axis):
+        return self._index.gather(x, axis, index)
+
+    def _scatter(self, op, x, index, values, *, axis, reduce):
+        return self._index.scatter(x, axis, index, values, reduce)
+
+    def _index_select(self, op, x, indices, *, axis):
+        return self._index.index_select(x, axis, indices)
+
+    def _nonzero(self, op, x, dtype=None):
+        return self._index.nonzero(x)
+
+    # --- layout ---------------------------------------------------------------
+    def _reshape(self, op, x, *, shape):
+        return x.reshape(shape)
+
+    def _permute(self, op, x, *, dims):
+        return x.transpose(dims)
+
+    def _expand(self, op, x, *, shape):
+        return np.broadcast_to(x, shape)
+
+    def _slice(self, op, x, *, index):
+        return x[index]
+
+    def _flip(self, op, x, *, dims):
+        return x[tuple(slice(None, None, -1) if d in dims else slice(None) for d in range(x.ndim))]
+
+    def _contiguous(self, op, x):
+        if x.flags.c_contiguous:
+            return x
+        return self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
+
+    def _slice_assign(self, op, x, values, *, index):
+        out = self._contiguous(op, x)
+        if out is x:
+            out = self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
+        view = out[index]
+        self._launch.elementwise("identity", [np.broadcast_to(values, view.shape)], view)
+        return out
+
+    def _cat(self, op, *xs, axis, dtype):
+        shape = list(xs[0].shape)
+        shape[axis] = sum(x.shape[axis] for x in xs)
+        out = np.empty(shape, dtype.np)
+        start = 0
+        for x in xs:
+            n = x.shape[axis]
+            view = out[(slice(None),) * axis + (slice(start, start + n),)]
+            self._launch.elementwise("identity", [x], view)
+            start += n
+        return out
+
+    # --- creation and transfer ------------------------------------------------
+    def _full(self, op, *, shape, value, dtype):
+        if shape == ():
+            return np.array(value, dtype.np)
+        out = np.empty(shape, dtype.np)
+        return self._launch.elementwise("identity", [np.broadcast_to(np.array(value, dtype.np), shape)], out)
+
+    def _arange(self, op, *, start, stop, step, dtype):
+        return np.arange(start, stop, step, dtype=dtype.np)
+
+    def _from_host(self, op, array):
+        return array
+
+    def _to_host(self, op, x):
+        return x
+
+    def _random(self, op, *, generator, kind, shape, dtype, **params):
+        g = generator
+        if kind == "uniform":
+            a = g.uniform(params["low"], params["high"], shape)
+        elif kind == "normal":
+            a = g.normal(params["mean"], params["std"], shape)
+        elif kind == "randint":
+            a = g.integers(params["low"], params["high"], shape)
+        elif kind == "bernoulli":
+            a = g.random(shape) < params["p"]
+        else:
+            raise ValueError(f"random: unknown distribution {kind!r}")
+        return np.asarray(a, dtype.np)

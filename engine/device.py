@@ -1,0 +1,110 @@
+"""Devices, the backends behind them, and checkpointing strategies."""
+import enum
+import os
+
+
+class CheckpointingStrategy(enum.Enum):
+    """How autodiff keeps what backward needs (DESIGN §4 item 11)."""
+    NONE = "none"
+    BALANCED = "balanced"
+
+
+class DeviceError(RuntimeError):
+    """Tensors of one op live on different devices, or a device is unavailable."""
+
+
+class Device:
+    """Where a tensor lives: ``Device.cpu()`` or ``Device.cuda(index)``.
+
+    ``device.autodiff()`` is the same device with autodiff enabled; devices
+    compare equal regardless of autodiff and strategy.
+
+    >>> ember.Device.cpu() == ember.Device.cpu().autodiff()
+    True
+    """
+
+    __slots__ = ("type", "index", "_autodiff", "checkpointing", "_backend")
+
+    def __init__(self, type, index=0, autodiff=False, checkpointing=None):
+        self.type = type
+        self.index = index
+        self._autodiff = autodiff
+        self.checkpointing = checkpointing if autodiff else None
+        self._backend = None
+
+    @classmethod
+    def cpu(cls):
+        return CPU
+
+    @classmethod
+    def cuda(cls, index=0):
+        raise DeviceError("ember: no CUDA backend in this build of ember; "
+                          "use ember.Device.cpu()")
+
+    def autodiff(self):
+        if self._autodiff:
+            return self
+        return Device(self.type, self.index, True, CheckpointingStrategy.NONE)
+
+    def gradient_checkpointing(self, strategy=CheckpointingStrategy.BALANCED):
+        if not isinstance(strategy, CheckpointingStrategy):
+            raise TypeError(f"gradient_checkpointing: expected a CheckpointingStrategy, got {strategy!r}")
+        return Device(self.type, self.index, True, strategy)
+
+    def is_autodiff(self):
+        return self._autodiff
+
+    @property
+    def backend(self):
+        """The backend that runs ops on this device (imported on first use)."""
+        b = self._backend
+        if b is None:
+            from .backends import get_backend
+            b = self._backend = get_backend(self.type)
+        return b
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        return isinstance(other, Device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __repr__(self):
+        name = "cpu" if self.type == "cpu" else f"cuda:{self.index}"
+        if self._autodiff:
+            return f"Device({name}, autodiff, {self.checkpointing.name})"
+        return f"Device({name})"
+
+
+CPU = Device("cpu")
+_default = None
+
+
+def default_device():
+    global _default
+    if _default is None:
+        name = os.environ.get("EMBER_DEVICE", "cpu").lower()
+        _default = parse(name)
+    return _default
+
+
+def set_default_device(device):
+    """Make ``device`` (a Device or "cpu"/"cuda"/"cuda:1") the default for new tensors."""
+    global _default
+    _default = parse(device)
+
+
+def parse(device):
+    if device is None:
+        return default_device()
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        name, _, idx = device.partition(":")
+        if name == "cpu":
+            return CPU
+        if name == "cuda":
+            return Device.cuda(int(idx or 0))
+    raise ValueError(f"ember: unknown device {device!r}; use ember.Device.cpu() or 'cpu'")

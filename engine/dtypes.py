@@ -1,0 +1,120 @@
+"""Data types and kinds.
+
+Every tensor has a dtype and a kind (Float, Int or Bool).  Promotion follows
+numpy: two tensors promote with ``np.result_type``; a Python scalar is "weak"
+and takes the tensor's dtype when its kind allows (``int32 + 2 -> int32``,
+``float32 * 0.5 -> float32``, ``int32 * 0.5 -> float64``).  Python floats
+without a tensor (``ember.tensor([1.0])``) default to float32, as in PyTorch
+and JAX.
+"""
+import numpy as np
+
+
+class Kind:
+    """One of the three kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+
+Float = Kind("Float")
+Int = Kind("Int")
+Bool = Kind("Bool")
+
+
+class DType:
+    """An Ember dtype: a numpy dtype plus its kind.  Compares equal to the numpy dtype."""
+
+    __slots__ = ("name", "np", "kind", "itemsize")
+
+    def __init__(self, name, np_dtype, kind):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.kind = kind
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return self.np == np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.np)
+
+    @property
+    def is_floating_point(self):
+        return self.kind is Float
+
+
+float32 = DType("float32", np.float32, Float)
+float64 = DType("float64", np.float64, Float)
+int8 = DType("int8", np.int8, Int)
+int16 = DType("int16", np.int16, Int)
+int32 = DType("int32", np.int32, Int)
+int64 = DType("int64", np.int64, Int)
+uint8 = DType("uint8", np.uint8, Int)
+bool_ = DType("bool", np.bool_, Bool)
+
+ALL = (float32, float64, int8, int16, int32, int64, uint8, bool_)
+_BY_NP = {d.np: d for d in ALL}
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+
+
+def from_numpy(np_dtype):
+    """The Ember dtype of a numpy dtype; TypeError when Ember has none."""
+    d = _BY_NP.get(np.dtype(np_dtype).newbyteorder("="))
+    if d is None:
+        raise TypeError(f"ember: unsupported dtype {np.dtype(np_dtype)}; "
+                        f"supported: {', '.join(x.name for x in ALL)}")
+    return d
+
+
+def as_dtype(dtype):
+    """Accept ember dtypes, numpy dtypes, Python types and names."""
+    if isinstance(dtype, DType):
+        return dtype
+    if dtype is float:
+        return DEFAULT_FLOAT
+    if dtype is int:
+        return DEFAULT_INT
+    if dtype is bool:
+        return bool_
+    try:
+        return from_numpy(dtype)
+    except TypeError:
+        raise TypeError(f"ember: {dtype!r} is not a dtype") from None
+
+
+_PROMOTE = {}
+
+
+def promote(a, b):
+    """The dtype two tensor dtypes compute in (numpy's rules)."""
+    key = (a, b)
+    d = _PROMOTE.get(key)
+    if d is None:
+        d = _PROMOTE[key] = from_numpy(np.result_type(a.np, b.np))
+    return d
+
+
+def scalar_dtype(value, other):
+    """The dtype a Python scalar takes next to a tensor of dtype ``other``."""
+    if isinstance(value, (bool, np.bool_)):
+        return other
+    if isinstance(value, (int, np.integer)):
+        return other if other.kind is not Bool else DEFAULT_INT
+    if isinstance(value, (float, np.floating)):
+        return other if other.kind is Float else float64
+    raise TypeError(f"ember: cannot combine a tensor with {type(value).__name__}")

@@ -1,0 +1,796 @@
+"""The public Tensor class.
+
+A Tensor is a value: ops return new tensors and never change their inputs.
+It holds backend storage (a numpy array on the CPU), a device and a dtype.
+Every method goes through ``ember.dispatch``; this file only names ops and
+their parameters.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from . import dispatch, layout
+from . import dtypes as dt
+from .dispatch import elementwise, execute, normalize_dim, normalize_dims
+from .ir import Op
+
+
+def _is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+class Tensor:
+    """An n-dimensional array on a device, of kind Float, Int or Bool.
+
+    >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x * 2 + 1).sum(dim=1)
+    tensor([ 8., 16.], dtype=float32)
+    """
+
+    __slots__ = ("_data", "_device", "_dtype", "__weakref__")
+    __hash__ = object.__hash__
+    __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    # --- attributes -----------------------------------------------------------
+    @property
+    def shape(self):
+        """The shape as a tuple of ints."""
+        return self._data.shape
+
+    @property
+    def ndim(self):
+        return len(self._data.shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def kind(self):
+        """``ember.Float``, ``ember.Int`` or ``ember.Bool``."""
+        return self._dtype.kind
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def is_quantized(self):
+        return False
+
+    def numel(self):
+        return math.prod(self._data.shape)
+
+    size = property(numel)
+
+    def __len__(self):
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    # --- host interop -----------------------------------------------------------
+    def numpy(self):
+        """The data as a numpy array (zero-copy on the CPU)."""
+        return self._device.backend.execute(Op.TO_HOST, self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.numel() != 1:
+            raise ValueError(f"item: the tensor has {self.numel()} elements, not 1")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.numpy().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.numpy().__dlpack_device__()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise ValueError("the truth value of a tensor with more than one element is ambiguous; "
+                             "use .any() or .all()")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.kind is not dt.Int or self.numel() != 1:
+            raise TypeError("only one-element Int tensors can be used as an index")
+        return int(self.item())
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        extra = f", dtype={self._dtype.name}"
+        if self._device.type != "cpu":
+            extra += f", device={self._device}"
+        return f"tensor({body}{extra})"
+
+    # --- dtype and device -------------------------------------------------------
+    def cast(self, dtype):
+        """A copy converted to ``dtype`` (floats truncate towards zero when cast to ints)."""
+        dtype = dt.as_dtype(dtype)
+        if dtype is self._dtype:
+            return self
+        return dispatch.cast(self, dtype)
+
+    astype = cast
+
+    def to(self, device):
+        device = dispatch.parse_device(device)
+        if device == self._device:
+            return self
+        host = self.numpy()
+        return dispatch.wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
+
+    def clone(self):
+        """A copy with its own storage."""
+        return execute(Op.CAST, self, shape=self.shape, dtype=self._dtype)
+
+    # --- elementwise arithmetic ---------------------------------------------------
+    def __add__(self, other):
+        return elementwise(Op.ADD, self, other)
+
+    def __radd__(self, other):
+        return elementwise(Op.ADD, other, self)
+
+    def __sub__(self, other):
+        return elementwise(Op.SUB, self, other)
+
+    def __rsub__(self, other):
+        return elementwise(Op.SUB, other, self)
+
+    def __mul__(self, other):
+        return elementwise(Op.MUL, self, other)
+
+    def __rmul__(self, other):
+        return elementwise(Op.MUL, other, self)
+
+    def __truediv__(self, other):
+        return elementwise(Op.DIV, self, other)
+
+    def __rtruediv__(self, other):
+        return elementwise(Op.DIV, other, self)
+
+    def __floordiv__(self, other):
+        return elementwise(Op.FLOORDIV, self, other)
+
+    def __rfloordiv__(self, other):
+        return elementwise(Op.FLOORDIV, other, self)
+
+    def __mod__(self, other):
+        """Remainder; its sign follows the divisor (numpy, Python)."""
+        return elementwise(Op.MOD, self, other)
+
+    def __rmod__(self, other):
+        return elementwise(Op.MOD, other, self)
+
+    def pow(self, exponent):
+        """``self ** exponent`` for a tensor or scalar exponent."""
+        if self._dtype.kind is dt.Int and isinstance(exponent, numbers.Integral) and exponent < 0:
+            raise ValueError("pow: integer tensors cannot be raised to negative integer powers")
+        return elementwise(Op.POW, self, exponent)
+
+    __pow__ = pow
+
+    def __rpow__(self, other):
+        return elementwise(Op.POW, other, self)
+
+    def __neg__(self):
+        return elementwise(Op.NEG, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return elementwise(Op.ABS, self)
+
+    abs = __abs__
+    neg = __neg__
+    add = __add__
+    sub = __sub__
+    mul = __mul__
+    div = __truediv__
+    remainder = __mod__
+
+    def sign(self):
+        return elementwise(Op.SIGN, self)
+
+    def maximum(self, other):
+        return elementwise(Op.MAXIMUM, self, other)
+
+    def minimum(self, other):
+        return elementwise(Op.MINIMUM, self, other)
+
+    def clamp(self, min=None, max=None):
+        """Limit values to ``[min, max]``; either bound may be None."""
+        if min is None and max is None:
+            raise ValueError("clamp: give min, max or both")
+        if self._dtype.kind is dt.Int:
+            info = np.iinfo(self._dtype.np)
+            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+        else:
+            lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
+        return elementwise(Op.CLAMP, self, lo, hi)
+
+    # --- comparisons ----------------------------------------------------------------
+    def __eq__(self, other):
+        return elementwise(Op.EQ, self, other)
+
+    def __ne__(self, other):
+        return elementwise(Op.NE, self, other)
+
+    def __lt__(self, other):
+        return elementwise(Op.LT, self, other)
+
+    def __le__(self, other):
+        return elementwise(Op.LE, self, other)
+
+    def __gt__(self, other):
+        return elementwise(Op.GT, self, other)
+
+    def __ge__(self, other):
+        return elementwise(Op.GE, self, other)
+
+    equal = __eq__
+    not_equal = __ne__
+    greater = __gt__
+    greater_equal = __ge__
+    lower = __lt__
+    lower_equal = __le__
+
+    def all_close(self, other, rtol=1e-5, atol=1e-8):
+        """True when ``|self - other| <= atol + rtol * |other|`` everywhere (NaN never matches)."""
+        diff = (self.cast(dt.float64) - other).abs()
+        bound = (other.cast(dt.float64).abs() if _is_tensor(other) else abs(other)) * rtol + atol
+        return bool((diff <= bound).all().item())
+
+    allclose = all_close
+
+    # --- bitwise and logical --------------------------------------------------------
+    def __and__(self, other):
+        return elementwise(Op.AND, self, other)
+
+    def __rand__(self, other):
+        return elementwise(Op.AND, other, self)
+
+    def __or__(self, other):
+        return elementwise(Op.OR, self, other)
+
+    def __ror__(self, other):
+        return elementwise(Op.OR, other, self)
+
+    def __xor__(self, other):
+        return elementwise(Op.XOR, self, other)
+
+    def __rxor__(self, other):
+        return elementwise(Op.XOR, other, self)
+
+    def __invert__(self):
+        if self._dtype.kind is dt.Bool:
+            return elementwise(Op.LOGICAL_NOT, self)
+        return elementwise(Op.BIT_NOT, self)
+
+    def __lshift__(self, other):
+        return elementwise(Op.SHL, self, other)
+
+    def __rshift__(self, other):
+        return elementwise(Op.SHR, self, other)
+
+    bitwise_and = __and__
+    bitwise_or = __or__
+    bitwise_xor = __xor__
+    bitwise_not = __invert__
+    logical_and = __and__
+    logical_or = __or__
+    logical_xor = __xor__
+    logical_not = __invert__
+
+    # --- float functions -----------------------------------------------------------
+    def exp(self):
+        return elementwise(Op.EXP, self)
+
+    def log(self):
+        return elementwise(Op.LOG, self)
+
+    def log1p(self):
+        return elementwise(Op.LOG1P, self)
+
+    def sqrt(self):
+        return elementwise(Op.SQRT, self)
+
+    def rsqrt(self):
+        return elementwise(Op.RSQRT, self)
+
+    def recip(self):
+        return elementwise(Op.RECIP, self)
+
+    def sin(self):
+        return elementwise(Op.SIN, self)
+
+    def cos(self):
+        return elementwise(Op.COS, self)
+
+    def tan(self):
+        return elementwise(Op.TAN, self)
+
+    def tanh(self):
+        return elementwise(Op.TANH, self)
+
+    def sigmoid(self):
+        return elementwise(Op.SIGMOID, self)
+
+    def erf(self):
+        return elementwise(Op.ERF, self)
+
+    def relu(self):
+        return elementwise(Op.RELU, self)
+
+    def gelu(self):
+        """Exact GELU, ``x * Φ(x)``."""
+        return elementwise(Op.GELU, self)
+
+    def silu(self):
+        return elementwise(Op.SILU, self)
+
+    def round(self):
+        """Round half to even, as numpy and PyTorch."""
+        return elementwise(Op.ROUND, self)
+
+    def floor(self):
+        return elementwise(Op.FLOOR, self)
+
+    def ceil(self):
+        return elementwise(Op.CEIL, self)
+
+    def trunc(self):
+        return elementwise(Op.TRUNC, self)
+
+    def is_nan(self):
+        return elementwise(Op.ISNAN, self)
+
+    def is_inf(self):
+        return elementwise(Op.ISINF, self)
+
+    def is_finite(self):
+        return elementwise(Op.ISFINITE, self)
+
+    isnan = is_nan
+    isinf = is_inf
+    isfinite = is_finite
+
+    def softmax(self, dim):
+        """``exp(x - max) / sum(exp(x - max))`` along ``dim``."""
+        _check_float("softmax", self)
+        e = (self - self.max(dim, keepdim=True)).exp()
+        return e / e.sum(dim, keepdim=True)
+
+    def log_softmax(self, dim):
+        _check_float("log_softmax", self)
+        shifted = self - self.max(dim, keepdim=True)
+        return shifted - shifted.exp().sum(dim, keepdim=True).log()
+
+    # --- reductions -----------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        """Sum over ``dim`` (an int, a tuple, or None for all dims). Int and Bool sum to int64."""
+        return _reduce(Op.SUM, self, dim, keepdim)
+
+    def prod(self, dim=None, keepdim=False):
+        return _reduce(Op.PROD, self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """Largest values over ``dim`` (NaN propagates)."""
+        return _reduce(Op.MAX, self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return _reduce(Op.MIN, self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return _reduce(Op.ANY_, self, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return _reduce(Op.ALL, self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        """Mean over ``dim``; integer tensors give float64 (numpy)."""
+        dispatch.check_kind("mean", Op.SUM, self)
+        x = self if self._dtype.kind is dt.Float else self.cast(dt.float64)
+        axes = normalize_dims("mean", dim, self.ndim)
+        count = math.prod(self.shape[a] for a in axes)
+        return x.sum(dim, keepdim) / count
+
+    def var(self, dim=None, keepdim=False, correction=1):
+        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
+        _check_float("var", self)
+        axes = normalize_dims("var", dim, self.ndim)
+        count = math.prod(self.shape[a] for a in axes)
+        centered = self - self.mean(dim, keepdim=True)
+        return (centered * centered).sum(dim, keepdim) / max(count - correction, 0)
+
+    def std(self, dim=None, keepdim=False, correction=1):
+        return self.var(dim, keepdim, correction).sqrt()
+
+    def argmax(self, dim=None, keepdim=False):
+        """Index of the largest value (first one on ties; NaN counts as largest)."""
+        return _arg_reduce(Op.ARGMAX, self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return _arg_reduce(Op.ARGMIN, self, dim, keepdim)
+
+    def cumsum(self, dim):
+        return _scan(Op.CUMSUM, self, dim)
+
+    def cumprod(self, dim):
+        return _scan(Op.CUMPROD, self, dim)
+
+    # --- linear algebra ---------------------------------------------------------------
+    def matmul(self, other):
+        """Matrix product with numpy's rules (1-D operands, broadcast batch dims); BLAS on the CPU."""
+        if not _is_tensor(other):
+            raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
+        dispatch.check_kind("matmul", Op.MATMUL, self)
+        dispatch.check_kind("matmul", Op.MATMUL, other)
+        dispatch.same_device("matmul", [self, other])
+        a, b = self.shape, other.shape
+        if not a or not b:
+            raise ValueError(f"matmul: operands must have at least one dim, got shapes {a} and {b}")
+        k1 = a[-1]
+        k2 = b[-2] if len(b) > 1 else b[0]
+        if k1 != k2:
+            raise ValueError(f"matmul: shapes {a} and {b} do not match ({k1} != {k2})")
+        dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
+        dtype = dt.promote(self._dtype, other._dtype)
+        x, y = dispatch.cast(self, dtype), dispatch.cast(other, dtype)
+        return execute(Op.MATMUL, x, y._data, dtype=dtype)
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other):
+        raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
+
+    # --- sorting ----------------------------------------------------------------------
+    def sort(self, dim=-1, descending=False):
+        """Sorted values along ``dim`` (stable; NaN sorts as the largest value)."""
+        return self.sort_with_indices(dim, descending)[0]
+
+    def sort_with_indices(self, dim=-1, descending=False):
+        dispatch.check_kind("sort", Op.SORT, self)
+        axis = normalize_dim("sort", dim, self.ndim)
+        v, i = self._device.backend.execute(Op.SORT, self._data, axis=axis, descending=descending)
+        return (dispatch.wrap(v, self._device, self._dtype),
+                dispatch.wrap(i, self._device, dt.int64))
+
+    def argsort(self, dim=-1, descending=False):
+        return self.sort_with_indices(dim, descending)[1]
+
+    def topk(self, k, dim=-1):
+        """The ``k`` largest values along ``dim``, largest first."""
+        return self.topk_with_indices(k, dim)[0]
+
+    def topk_with_indices(self, k, dim=-1, largest=True):
+        dispatch.check_kind("topk", Op.TOPK, self)
+        axis = normalize_dim("topk", dim, self.ndim)
+        n = self.shape[axis] if self.ndim else 1
+        if not isinstance(k, numbers.Integral) or not 0 <= k <= n:
+            raise ValueError(f"topk: k={k!r} is out of range for dim {dim} of size {n}")
+        v, i = self._device.backend.execute(Op.TOPK, self._data, k=int(k), axis=axis, largest=largest)
+        return (dispatch.wrap(v, self._device, self._dtype),
+                dispatch.wrap(i, self._device, dt.int64))
+
+    # --- layout -------------------------------------------------------------------------
+    def reshape(self, *shape):
+        """Same data in a new shape; one dim may be -1."""
+        new = layout.reshape(self.shape, shape)
+        if new == self.shape:
+            return self
+        return execute(Op.RESHAPE, self, shape=new)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        if self.ndim == 0:
+            return self.reshape(1)
+        s = normalize_dim("flatten", start_dim, self.ndim)
+        e = normalize_dim("flatten", end_dim, self.ndim)
+        if s > e:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        shape = self.shape
+        return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+    def squeeze(self, dim=None):
+        """Drop dims of size 1 (all of them, or the given ones; others are kept)."""
+        dims = normalize_dims("squeeze", dim, self.ndim)
+        return self.reshape(tuple(n for d, n in enumerate(self.shape) if not (d in dims and n == 1)))
+
+    def unsqueeze(self, dim):
+        """Insert a dim of size 1 at ``dim`` (``-1`` appends)."""
+        if not isinstance(dim, int) or not -self.ndim - 1 <= dim <= self.ndim:
+            raise IndexError(f"unsqueeze: dim {dim} is out of range for a tensor with {self.ndim} dims")
+        dim %= self.ndim + 1
+        shape = self.shape
+        return self.reshape(shape[:dim] + (1,) + shape[dim:])
+
+    def permute(self, *dims):
+        perm = layout.permutation(dims, self.ndim)
+        if perm == tuple(range(self.ndim)):
+            return self
+        return execute(Op.PERMUTE, self, dims=perm)
+
+    def transpose(self, dim0=-2, dim1=-1):
+        """Swap two dims (the last two by default)."""
+        if self.ndim < 2 and (dim0, dim1) == (-2, -1):
+            return self
+        d0 = normalize_dim("transpose", dim0, self.ndim)
+        d1 = normalize_dim("transpose", dim1, self.ndim)
+        perm = list(range(self.ndim))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self.permute(perm)
+
+    swap_dims = transpose
+
+    @property
+    def T(self):
+        if self.ndim != 2:
+            raise ValueError(f"T: expected a 2-D tensor, got shape {self.shape}; use permute")
+        return self.transpose(0, 1)
+
+    def expand(self, *shape):
+        """Broadcast to ``shape`` without copying (-1 keeps a dim)."""
+        new = layout.expand(self.shape, shape)
+        if new == self.shape:
+            return self
+        return execute(Op.EXPAND, self, shape=new)
+
+    def broadcast_to(self, *shape):
+        return self.expand(*shape)
+
+    def flip(self, dims):
+        dims = normalize_dims("flip", dims, self.ndim)
+        return execute(Op.FLIP, self, dims=dims)
+
+    def __getitem__(self, index):
+        """Basic indexing: ints, slices (any step), None and ``...`` give views."""
+        if _is_tensor(index):
+            return _tensor_index(self, index)
+        idx = layout.basic_index(index, self.shape)
+        return execute(Op.SLICE, self, index=idx)
+
+    def narrow(self, dim, start, length):
+        d = normalize_dim("narrow", dim, self.ndim)
+        n = self.shape[d]
+        if start < 0:
+            start += n
+        if not (0 <= start <= n and 0 <= length <= n - start):
+            raise IndexError(f"narrow: start {start} and length {length} out of range for dim {dim} of size {n}")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def split(self, split_size_or_sections, dim=0):
+        """Split along ``dim`` into pieces of a given size, or of the listed sizes."""
+        d = normalize_dim("split", dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, numbers.Integral):
+            size = int(split_size_or_sections)
+            if size <= 0:
+                raise ValueError(f"split: split size must be positive, got {size}")
+            sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n or any(s < 0 for s in sizes):
+                raise ValueError(f"split: sections {sizes} do not add up to dim {dim} of size {n}")
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(d, start, s))
+            start += s
+        return out
+
+    def chunk(self, chunks, dim=0):
+        """Up to ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
+        if not isinstance(chunks, numbers.Integral) or chunks <= 0:
+            raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        d = normalize_dim("chunk", dim, self.ndim)
+        return self.split(max(1, -(-self.shape[d] // chunks)), d)
+
+    def repeat(self, *sizes):
+        """Tile the tensor ``sizes[i]`` times along each dim (PyTorch ``repeat``)."""
+        sizes = layout.normalize_shape("repeat", sizes)
+        if len(sizes) < self.ndim or any(s < 0 for s in sizes):
+            raise ValueError(f"repeat: sizes {sizes} must be non-negative and at least {self.ndim} long")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        x = self.reshape(shape)
+        inter = []
+        expanded = []
+        for r, n in zip(sizes, shape):
+            inter += [1, n]
+            expanded += [r, n]
+        x = x.reshape(inter).expand(expanded)
+        return execute(Op.CONTIGUOUS, x).reshape(tuple(r * n for r, n in zip(sizes, shape)))
+
+    def contiguous(self):
+        return execute(Op.CONTIGUOUS, self)
+
+    def slice_assign(self, index, values):
+        """A copy of ``self`` with ``self[index]`` replaced by ``values`` (broadcast)."""
+        idx = layout.basic_index(index, self.shape, "slice_assign")
+        target = self._data[idx].shape
+        v = _as_tensor_like(values, self, "slice_assign")
+        dispatch.broadcast_shapes("slice_assign", v.shape, target)
+        if len(v.shape) > len(target) or dispatch.broadcast_shapes("slice_assign", v.shape, target) != target:
+            raise ValueError(f"slice_assign: values of shape {v.shape} do not fit the slice of shape {target}")
+        return execute(Op.SLICE_ASSIGN, self, v.cast(self._dtype)._data, index=idx)
+
+    # --- indexing -------------------------------------------------------------------------
+    def index_select(self, dim, indices):
+        """Entries at ``indices`` (a 1-D Int tensor) along ``dim``."""
+        axis = normalize_dim("index_select", dim, self.ndim)
+        _check_index_tensor("index_select", indices, self)
+        if indices.ndim != 1:
+            raise ValueError(f"index_select: indices must be 1-D, got shape {indices.shape}")
+        return execute(Op.INDEX_SELECT, self, indices._data, axis=axis)
+
+    def gather(self, dim, index):
+        """``out[i][j] = self[index[i][j]][j]`` along ``dim`` (PyTorch ``gather``)."""
+        axis = normalize_dim("gather", dim, self.ndim)
+        _check_index_tensor("gather", index, self)
+        return execute(Op.GATHER, self, index._data, axis=axis)
+
+    def scatter(self, dim, index, values, reduce="assign"):
+        """A copy with ``values`` written (or added, ``reduce="add"``) at ``index`` along ``dim``."""
+        if reduce not in ("assign", "add"):
+            raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {reduce!r}")
+        axis = normalize_dim("scatter", dim, self.ndim)
+        _check_index_tensor("scatter", index, self)
+        v = _as_tensor_like(values, self, "scatter").cast(self._dtype)
+        return execute(Op.SCATTER, self, index._data, v._data, axis=axis, reduce=reduce)
+
+    def mask_where(self, mask, values):
+        """``values`` where ``mask`` is true, else ``self`` (broadcast; keeps self's dtype)."""
+        _check_mask("mask_where", mask, self)
+        v = _as_tensor_like(values, self, "mask_where").cast(self._dtype)
+        out = elementwise(Op.WHERE, mask, v, self)
+        return out
+
+    def mask_fill(self, mask, value):
+        """``value`` where ``mask`` is true, else ``self``."""
+        _check_mask("mask_fill", mask, self)
+        return elementwise(Op.WHERE, mask, _as_tensor_like(value, self, "mask_fill").cast(self._dtype), self)
+
+    def nonzero(self):
+        """Indices of the non-zero entries, one 1-D int64 tensor per dim (numpy ``nonzero``)."""
+        idx = self.argwhere()
+        return [idx[:, d] for d in range(self.ndim)]
+
+    def argwhere(self):
+        """Indices of the non-zero entries as an ``(n, ndim)`` int64 tensor."""
+        return execute(Op.NONZERO, self, dtype=dt.int64)
+
+    def one_hot(self, num_classes):
+        """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
+        if self._dtype.kind is not dt.Int:
+            raise TypeError(f"one_hot: expected an Int tensor, got {self._dtype.name}")
+        if self.numel() and (self.min().item() < 0 or self.max().item() >= num_classes):
+            raise ValueError(f"one_hot: class values must lie in [0, {num_classes})")
+        from .creation import arange
+        classes = arange(num_classes, device=self._device)
+        return (self.unsqueeze(-1) == classes).cast(dt.int64)
+
+    def tril(self, diagonal=0):
+        """Keep the lower triangle of the last two dims (zero above ``diagonal``)."""
+        return self.mask_fill(~_triangle(self, "tril", diagonal, lower=True), 0)
+
+    def triu(self, diagonal=0):
+        return self.mask_fill(~_triangle(self, "triu", diagonal, lower=False), 0)
+
+
+# --- helpers used by the methods above ----------------------------------------------------
+def _check_float(name, t):
+    if t._dtype.kind is not dt.Float:
+        raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
+
+
+def _check_index_tensor(name, idx, t):
+    if not _is_tensor(idx) or idx._dtype.kind is not dt.Int:
+        raise TypeError(f"{name}: indices must be an Int tensor, got "
+                        f"{idx._dtype.name if _is_tensor(idx) else type(idx).__name__}")
+    dispatch.same_device(name, [t, idx])
+
+
+def _check_mask(name, mask, t):
+    if not _is_tensor(mask) or mask._dtype is not dt.bool_:
+        raise TypeError(f"{name}: the mask must be a Bool tensor")
+    dispatch.same_device(name, [t, mask])
+    dispatch.broadcast_shapes(name, mask.shape, t.shape)
+
+
+def _as_tensor_like(values, t, name):
+    if _is_tensor(values):
+        dispatch.same_device(name, [t, values])
+        return values
+    from .creation import tensor
+    return tensor(values, dtype=t._dtype, device=t._device)
+
+
+def _reduce(op, t, dim, keepdim):
+    name = {Op.ANY_: "any"}.get(op) or op.name.lower()
+    dispatch.check_kind(name, op, t)
+    axes = normalize_dims(name, dim, t.ndim)
+    if op is Op.ANY_ or op is Op.ALL:
+        x, dtype = (t if t._dtype is dt.bool_ else t != 0), dt.bool_
+    elif op is Op.SUM or op is Op.PROD:
+        x, dtype = t, (t._dtype if t._dtype.kind is dt.Float else dt.int64)
+    else:
+        x, dtype = t, t._dtype
+    if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
+        raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dims {axes})")
+    out = execute(op, x, axes=axes, dtype=dtype)
+    return _keep(out, t.shape, axes) if keepdim else out
+
+
+def _keep(out, shape, axes):
+    return out.reshape(tuple(1 if d in axes else n for d, n in enumerate(shape)))
+
+
+def _arg_reduce(op, t, dim, keepdim):
+    name = op.name.lower()
+    dispatch.check_kind(name, op, t)
+    if t.numel() == 0:
+        raise ValueError(f"{name}: cannot reduce an empty tensor (shape {t.shape})")
+    if dim is None:
+        out = execute(op, t, axis=None, dtype=dt.int64)
+        return out.reshape((1,) * t.ndim) if keepdim else out
+    axis = normalize_dim(name, dim, t.ndim)
+    if t.ndim == 0:
+        return execute(op, t, axis=None, dtype=dt.int64)
+    out = execute(op, t, axis=axis, dtype=dt.int64)
+    return _keep(out, t.shape, (axis,)) if keepdim else out
+
+
+def _scan(op, t, dim):
+    name = op.name.lower()
+    dispatch.check_kind(name, op, t)
+    axis = normalize_dim(name, dim, t.ndim)
+    dtype = t._dtype if t._dtype.kind is dt.Float else dt.int64
+    if t.ndim == 0:
+        return t.cast(dtype)
+    return execute(op, t, axis=axis, dtype=dtype)
+
+
+def _triangle(t, name, diagonal, lower):
+    if t.ndim < 2:
+        raise ValueError(f"{name}: expected at least 2 dims, got shape {t.shape}")
+    from .creation import arange
+    rows = arange(t.shape[-2], device=t._device).unsqueeze(-1)
+    cols = arange(t.shape[-1], device=t._device)
+    return (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
+
+
+def _tensor_index(t, index):
+    """``t[mask]`` (Bool, same shape: the selected entries, 1-D) and ``t[idx]`` (Int: index_select on dim 0)."""
+    if index._dtype is dt.bool_:
+        if index.shape != t.shape:
+            raise IndexError(f"getitem: a boolean mask of shape {index.shape} must match the tensor's shape {t.shape}")
+        flat = index.reshape(-1).argwhere().reshape(-1)
+        return t.reshape(-1).index_select(0, flat)
+    if index._dtype.kind is dt.Int and index.ndim == 1:
+        return t.index_select(0, index)
+    raise TypeError("getitem: tensor indices must be a Bool mask or a 1-D Int tensor")
+
+
+dispatch._tensor_cls = Tensor

@@ -1,0 +1,1 @@
+"""CPU kernels: loop templates compiled with ``@njit`` by ``builder``."""

@@ -1,0 +1,86 @@
+"""The one builder: turns a loop template plus a scalar op into a cached ``@njit`` kernel.
+
+A template is an ordinary module-level function that calls a global it does
+not define (``OP`` for the scalar op).  ``build`` makes a copy of the template
+whose globals bind ``OP`` to the njit-compiled scalar function and whose code
+object carries a name of its own (``map2__add``).  Numba's disk cache keys a
+kernel by that name, so every op gets its own cache entry and a new process
+loads it instead of compiling: closures and "loop that takes the op as an
+argument" designs never hit the cache, this form does.
+
+Each kernel exists in two variants: ``serial`` (small inputs; no thread launch)
+and ``parallel`` (``prange`` spread over Numba's threads).  The same template
+serves both: ``prange`` is a plain ``range`` when compiled serially.
+"""
+import dis
+import functools
+import types
+
+import numba
+
+from .. import scalar
+from ..cache import KernelCache
+
+JIT_OPTIONS = dict(error_model="numpy", nogil=True)
+
+
+def _jit(fn, parallel):
+    disp = numba.njit(parallel=parallel, **JIT_OPTIONS)(fn)
+    try:
+        disp._cache = KernelCache(fn)
+    except Exception:  # unwritable cache directory: compile in memory only
+        pass
+    return disp
+
+
+def specialize(template, name, **bindings):
+    """A copy of ``template`` named ``name`` whose free globals are ``bindings``."""
+    code = template.__code__.replace(co_name=name, co_qualname=name)
+    env = dict(template.__globals__)
+    env.update(bindings)
+    return types.FunctionType(code, env, name, template.__defaults__)
+
+
+@functools.cache
+def scalar_op(name):
+    """The njit-compiled scalar function ``kernels.scalar.<name>``.
+
+    Scalar ops may call each other (``silu`` calls ``sigmoid``): those names are
+    bound to their compiled versions.
+    """
+    fn = getattr(scalar, name)
+    globals_read = {i.argval for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL"}
+    calls = {n: scalar_op(n) for n in globals_read
+             if isinstance(getattr(scalar, n, None), types.FunctionType)}
+    return numba.njit(**JIT_OPTIONS)(specialize(fn, name, **calls))
+
+
+class Kernel:
+    """A template bound to one scalar op, compiled lazily as serial and parallel."""
+
+    __slots__ = ("name", "_fn", "_serial", "_parallel")
+
+    def __init__(self, template, op):
+        self.name = f"{template.__name__}__{op}"
+        bindings = {"OP": scalar_op(op)} if op else {}
+        self._fn = (specialize(template, self.name, **bindings),
+                    specialize(template, self.name + "__par", **bindings))
+        self._serial = self._parallel = None
+
+    @property
+    def serial(self):
+        if self._serial is None:
+            self._serial = _jit(self._fn[0], parallel=False)
+        return self._serial
+
+    @property
+    def parallel(self):
+        if self._parallel is None:
+            self._parallel = _jit(self._fn[1], parallel=True)
+        return self._parallel
+
+
+@functools.cache
+def kernel(template, op=None):
+    """The kernel for (template, scalar op name), built once per process."""
+    return Kernel(template, op)

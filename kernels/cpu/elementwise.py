@@ -1,0 +1,134 @@
+"""Loop templates for elementwise ops of one, two and three operands.
+
+Every operand arrives as ``(buffer, offset, strides)``: a 1-D view of its
+memory, the element offset of its first element and its strides in elements
+(0 where broadcast).  ``shape`` is the output shape after adjacent dims were
+merged, so a contiguous tensor of any rank arrives as one long row.
+
+The work is cut into tasks of at most ``CHUNK`` elements of one row; ``prange``
+spreads tasks over threads in the parallel variant.  In each task, unit
+strides take a contiguous loop LLVM vectorises, stride 0 (a broadcast operand)
+hoists the value, everything else takes the general strided loop.
+"""
+from numba import prange
+
+CHUNK = 1 << 14
+
+
+def map1(a, ao, ast, out, oo, ost, shape):
+    nd = shape.shape[0]
+    inner = shape[nd - 1]
+    per_row = (inner + CHUNK - 1) // CHUNK
+    ntasks = per_row
+    for d in range(nd - 1):
+        ntasks *= shape[d]
+    sa = ast[nd - 1]
+    so = ost[nd - 1]
+    for t in prange(ntasks):
+        r = t // per_row
+        start = (t - r * per_row) * CHUNK
+        m = min(inner - start, CHUNK)
+        pa = ao + start * sa
+        po = oo + start * so
+        for d in range(nd - 2, -1, -1):
+            i = r % shape[d]
+            r //= shape[d]
+            pa += i * ast[d]
+            po += i * ost[d]
+        if sa == 1 and so == 1:
+            x = a[pa:pa + m]
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = OP(x[j])
+        elif sa == 0 and so == 1:
+            v = OP(a[pa])
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = v
+        else:
+            for j in range(m):
+                out[po + j * so] = OP(a[pa + j * sa])
+
+
+def map2(a, ao, ast, b, bo, bst, out, oo, ost, shape):
+    nd = shape.shape[0]
+    inner = shape[nd - 1]
+    per_row = (inner + CHUNK - 1) // CHUNK
+    ntasks = per_row
+    for d in range(nd - 1):
+        ntasks *= shape[d]
+    sa = ast[nd - 1]
+    sb = bst[nd - 1]
+    so = ost[nd - 1]
+    for t in prange(ntasks):
+        r = t // per_row
+        start = (t - r * per_row) * CHUNK
+        m = min(inner - start, CHUNK)
+        pa = ao + start * sa
+        pb = bo + start * sb
+        po = oo + start * so
+        for d in range(nd - 2, -1, -1):
+            i = r % shape[d]
+            r //= shape[d]
+            pa += i * ast[d]
+            pb += i * bst[d]
+            po += i * ost[d]
+        if so == 1 and sa == 1 and sb == 1:
+            x = a[pa:pa + m]
+            y = b[pb:pb + m]
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = OP(x[j], y[j])
+        elif so == 1 and sa == 1 and sb == 0:
+            x = a[pa:pa + m]
+            yv = b[pb]
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = OP(x[j], yv)
+        elif so == 1 and sa == 0 and sb == 1:
+            xv = a[pa]
+            y = b[pb:pb + m]
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = OP(xv, y[j])
+        else:
+            for j in range(m):
+                out[po + j * so] = OP(a[pa + j * sa], b[pb + j * sb])
+
+
+def map3(a, ao, ast, b, bo, bst, c, co, cst, out, oo, ost, shape):
+    nd = shape.shape[0]
+    inner = shape[nd - 1]
+    per_row = (inner + CHUNK - 1) // CHUNK
+    ntasks = per_row
+    for d in range(nd - 1):
+        ntasks *= shape[d]
+    sa = ast[nd - 1]
+    sb = bst[nd - 1]
+    sc = cst[nd - 1]
+    so = ost[nd - 1]
+    for t in prange(ntasks):
+        r = t // per_row
+        start = (t - r * per_row) * CHUNK
+        m = min(inner - start, CHUNK)
+        pa = ao + start * sa
+        pb = bo + start * sb
+        pc = co + start * sc
+        po = oo + start * so
+        for d in range(nd - 2, -1, -1):
+            i = r % shape[d]
+            r //= shape[d]
+            pa += i * ast[d]
+            pb += i * bst[d]
+            pc += i * cst[d]
+            po += i * ost[d]
+        if so == 1 and sa == 1 and sb == 1 and sc == 1:
+            x = a[pa:pa + m]
+            y = b[pb:pb + m]
+            w = c[pc:pc + m]
+            z = out[po:po + m]
+            for j in range(m):
+                z[j] = OP(x[j], y[j], w[j])
+        else:
+            for j in range(m):
+                out[po + j * so] = OP(a[pa + j * sa], b[pb + j * sb], c[pc + j * sc])

@@ -1,0 +1,91 @@
+"""Launching elementwise kernels on numpy arrays: strides, merged dims, threads.
+
+Inputs must already be broadcast to the output's shape (``np.broadcast_to``
+views: stride 0, no copy) and have the dtype the op computes in.  The output
+may itself be a strided view (``slice_assign`` and ``cat`` write through one).
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import elementwise
+from .builder import kernel
+
+# Below this many elements a kernel runs on the calling thread: a parallel
+# launch costs a few microseconds, more than a small loop.
+PARALLEL_MIN = 1 << 16
+
+_TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
+_UNIT = np.ones(1, np.int64)
+_KERNELS = {}  # (arity, op) -> Kernel: a plain dict is the cheapest lookup per call
+_SIZES = {}    # n -> np.array([n]) for small n, saving an allocation per call
+
+
+def _size_array(n):
+    a = _SIZES.get(n)
+    if a is None:
+        a = np.array((n,), np.int64)
+        if n < 4096:
+            _SIZES[n] = a
+    return a
+
+
+def operand(x):
+    """(1-D buffer, offset, element strides) describing array ``x``."""
+    item = x.itemsize
+    strides = [s // item for s in x.strides]
+    if x.flags.c_contiguous:
+        return x.reshape(-1), 0, strides
+    low = 0
+    high = 0
+    for n, s in zip(x.shape, strides):
+        if s < 0:
+            low += (n - 1) * s
+        else:
+            high += (n - 1) * s
+    first = x[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
+                    for n, s in zip(x.shape, strides))]
+    buf = as_strided(first, shape=(high - low + 1,), strides=(item,))
+    return buf, -low, strides
+
+
+def merge_dims(shape, strides_list):
+    """Drop size-1 dims and merge neighbours that are contiguous in every operand."""
+    dims = [(n, [st[d] for st in strides_list]) for d, n in enumerate(shape) if n != 1]
+    if not dims:
+        return [1], [[0] for _ in strides_list]
+    out_shape = [dims[0][0]]
+    out_strides = [[s] for s in dims[0][1]]
+    for n, sts in dims[1:]:
+        if all(o[-1] == s * n for o, s in zip(out_strides, sts)):
+            out_shape[-1] *= n
+            for o, s in zip(out_strides, sts):
+                o[-1] = s
+        else:
+            out_shape.append(n)
+            for o, s in zip(out_strides, sts):
+                o.append(s)
+    return out_shape, out_strides
+
+
+def elementwise(op, inputs, out):
+    """out[...] = op(*inputs) elementwise; inputs already broadcast and cast."""
+    n = out.size
+    if n == 0:
+        return out
+    k = _KERNELS.get((len(inputs), op))
+    if k is None:
+        k = _KERNELS[len(inputs), op] = kernel(_TEMPLATES[len(inputs)], op)
+    fn = k.parallel if n >= PARALLEL_MIN else k.serial
+    if out.flags.c_contiguous and all(x.flags.c_contiguous for x in inputs):
+        args = []
+        for x in inputs:
+            args += (x.reshape(-1), 0, _UNIT)
+        fn(*args, out.reshape(-1), 0, _UNIT, _size_array(n))
+        return out
+    ops = [operand(x) for x in inputs] + [operand(out)]
+    shape, strides = merge_dims(out.shape, [o[2] for o in ops])
+    args = []
+    for (buf, off, _), st in zip(ops, strides):
+        args += (buf, off, np.array(st, np.int64))
+    fn(*args, np.array(shape, np.int64))
+    return out
