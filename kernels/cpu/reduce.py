@@ -1,0 +1,329 @@
+"""Reductions (sum, prod, max, min, any, all) and arg-reductions on numpy arrays.
+
+Every reduction runs on a C-contiguous ``(outer, red, inner)`` view: the
+reduced dims form one block in the middle.  ``reduce`` finds such a view
+without copying whenever it can (a contiguous block of reduced dims in a dense
+array of any stride order); other combinations of axes take one pass per block
+of reduced dims, each pass reading the previous (smaller) result, so no input
+is ever copied except to cast it to the accumulation dtype.
+
+``fold`` is the one reduction skeleton, parametrised by the binary combiner
+``OP`` (``kernels.scalar.add``, ``mul``, ``maximum``, ``minimum``,
+``logical_and``, ``logical_or``):
+
+- ``inner == 1``: each task folds a stretch of one row with eight independent
+  accumulators, so LLVM vectorises it without fastmath (one accumulator is a
+  serial dependence chain);
+- ``inner > 1``: each task folds whole rows into a tile of ``TILE`` outputs
+  (``acc[j] = OP(acc[j], x[o, r, j])``), which vectorises over ``j`` and keeps
+  the tile in L1.
+
+Tasks may also split ``red`` into ``nsplit`` chunks; their partial results go
+to ``part`` and are combined at the end.  That is how a full reduction of a
+large array (``outer == inner == 1``) uses every core.
+"""
+import numba
+import numpy as np
+from numba import prange
+
+from .builder import kernel
+from .launch import PARALLEL_MIN, elementwise
+
+TILE = 4096            # outputs per task when inner is wide
+PACK = 512             # accumulators per task when inner is narrow
+SPLIT_MIN = 1 << 14    # fewest elements worth a task of their own
+TASKS_PER_THREAD = 4   # enough tasks that uneven ones still balance
+
+OPS = ("add", "mul", "maximum", "minimum", "logical_and", "logical_or")
+_NAMES = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min",
+          "logical_and": "all", "logical_or": "any"}
+_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64,
+    np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
+
+
+def fold(x, part, out, init, outer, n, inner, ob):
+    # x: (outer, n, inner) and part: (outer, nsplit, inner), flat C order
+    nsplit = part.shape[0] // (outer * inner)
+    csize = (n + nsplit - 1) // nsplit
+    tw = min(inner, TILE)
+    ntiles = (inner + tw - 1) // tw
+    k = max(1, min(PACK // tw, csize))  # rows side by side; > 1 only when inner < PACK
+    nob = (outer + ob - 1) // ob
+    for t in prange(nob * nsplit * ntiles):
+        b = t // (nsplit * ntiles)
+        rest = t - b * (nsplit * ntiles)
+        c = rest // ntiles
+        j0 = (rest - c * ntiles) * tw
+        m = min(inner - j0, tw)
+        w = k * m
+        lo = min(n, c * csize)
+        hi = min(n, lo + csize)
+        nblocks = (hi - lo) // k
+        acc = np.empty(w, part.dtype)
+        for o in range(b * ob, min(outer, b * ob + ob)):
+            base = o * n * inner
+            for j in range(w):
+                acc[j] = init
+            # k whole rows (or one tile of one row) at a time: w independent accumulators
+            for q in range(nblocks):
+                start = base + (lo + q * k) * inner + j0
+                blk = x[start:start + w]
+                for j in range(w):
+                    acc[j] = OP(acc[j], blk[j])
+            # leftover rows: fewer than k, so only when k > 1 and rows are whole
+            tail = x[base + (lo + nblocks * k) * inner:base + hi * inner]
+            for j in range(tail.shape[0]):
+                acc[j] = OP(acc[j], tail[j])
+            # fold the k groups of m accumulators into the first, halving each step
+            g = k
+            while g > 1:
+                h = g // 2
+                src = (g - h) * m
+                for j in range(h * m):
+                    acc[j] = OP(acc[j], acc[src + j])
+                g -= h
+            start = (o * nsplit + c) * inner + j0
+            dst = part[start:start + m]
+            for j in range(m):
+                dst[j] = acc[j]
+    if nsplit > 1:  # small: outer * inner < a few tasks' worth
+        for o in range(outer):
+            for j in range(inner):
+                a = part[o * nsplit * inner + j]
+                for c in range(1, nsplit):
+                    a = OP(a, part[(o * nsplit + c) * inner + j])
+                out[o * inner + j] = a
+
+
+def arg_fold(x, out, outer, n, inner):
+    # x: (outer, n, inner) flat; OP is the strict comparison (gt for argmax, lt
+    # for argmin), so the first extreme wins ties; the first NaN beats everything.
+    if inner == 1:
+        for o in prange(outer):
+            row = x[o * n:o * n + n]
+            best = row[0]
+            k = 0
+            if best == best:
+                for i in range(1, n):
+                    v = row[i]
+                    if OP(v, best):
+                        best = v
+                        k = i
+                    elif v != v:
+                        k = i
+                        break
+            out[o] = k
+    else:
+        ntiles = (inner + TILE - 1) // TILE
+        for t in prange(outer * ntiles):
+            o = t // ntiles
+            j0 = (t - o * ntiles) * TILE
+            m = min(inner - j0, TILE)
+            base = o * n * inner + j0
+            best = x[base:base + m].copy()
+            idx = out[o * inner + j0:o * inner + j0 + m]
+            for j in range(m):
+                idx[j] = 0
+            for r in range(1, n):
+                row = x[base + r * inner:base + r * inner + m]
+                for j in range(m):
+                    v = row[j]
+                    b = best[j]
+                    if OP(v, b) or (v != v and b == b):
+                        best[j] = v
+                        idx[j] = r
+
+
+# --- launching ------------------------------------------------------------------
+def _identity(op, dtype):
+    """The value ``init`` with ``OP(init, v) == v`` for every ``v`` of ``dtype``."""
+    if op == "add":
+        v = 0
+    elif op == "mul":
+        v = 1
+    elif op == "logical_and":
+        v = True
+    elif op == "logical_or":
+        v = False
+    elif dtype.kind == "f":
+        v = -np.inf if op == "maximum" else np.inf
+    elif dtype.kind == "b":
+        v = op == "minimum"
+    else:
+        info = np.iinfo(dtype)
+        v = info.min if op == "maximum" else info.max
+    return dtype.type(v)
+
+
+def _copy(x, dtype):
+    """A fresh C-contiguous copy of ``x`` in ``dtype``."""
+    out = np.empty(x.shape, dtype)
+    return elementwise("identity" if dtype.kind != "b" or x.dtype.kind == "b" else "to_bool",
+                       [x], out)
+
+
+def _run_fold(op, x3, init):
+    """Fold the middle dim of C-contiguous ``x3``; returns a fresh (outer, inner) array."""
+    outer, n, inner = x3.shape
+    out = np.empty((outer, inner), x3.dtype)
+    nsplit = 1
+    ob = outer
+    k = kernel(fold, op)
+    if x3.size < PARALLEL_MIN:
+        fn = k.serial
+    else:
+        fn = k.parallel
+        ntiles = -(-inner // TILE)
+        want = TASKS_PER_THREAD * numba.get_num_threads()
+        if outer * ntiles >= want:
+            ob = -(-outer // -(-want // ntiles))
+        else:
+            ob = 1
+            rows_min = -(-SPLIT_MIN // min(inner, TILE))
+            nsplit = max(1, min(-(-want // (outer * ntiles)), n // rows_min))
+    if nsplit == 1:
+        part = out.reshape(-1)
+    else:
+        part = np.empty(outer * nsplit * inner, x3.dtype)
+    fn(x3.reshape(-1), part, out.reshape(-1), init, outer, n, inner, ob)
+    return out
+
+
+def _check_dtype(name, dtype):
+    if dtype not in _DTYPES:
+        raise TypeError(f"{name}: unsupported dtype {dtype}")
+
+
+def _dense_order(y):
+    """Dims of ``y`` in memory order if ``y`` is a permuted C-contiguous array, else None."""
+    order = sorted(range(y.ndim), key=lambda d: -y.strides[d])
+    if y.transpose(order).flags.c_contiguous:
+        return order
+    return None
+
+
+def reduce(op, x, axes, out_dtype):
+    """Reduce ``x`` over ``axes`` (distinct non-negative ints) with combiner ``op``.
+
+    Returns a new array of ``out_dtype`` with the reduced axes removed; the
+    accumulation runs in ``out_dtype``.  ``axes == ()`` returns a cast copy.
+    ``add``/``mul`` into bool are ``logical_or``/``logical_and`` (numpy's rule).
+    """
+    if op not in OPS:
+        raise ValueError(f"reduce: unknown op {op!r}; expected one of {OPS}")
+    x = np.asarray(x)
+    out_dtype = np.dtype(out_dtype)
+    name = _NAMES[op]
+    _check_dtype(name, x.dtype)
+    _check_dtype(name, out_dtype)
+    if op in ("logical_and", "logical_or") and out_dtype.kind != "b":
+        raise TypeError(f"{name}: reduces into bool, not {out_dtype}")
+    if out_dtype.kind == "b" and op in ("add", "mul"):
+        op = "logical_or" if op == "add" else "logical_and"
+    axes = tuple(int(a) for a in axes)
+    if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
+        raise ValueError(f"{name}: invalid axes {axes} for an array of shape {x.shape}")
+    shape = x.shape
+    out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
+    n_red = 1
+    for a in axes:
+        n_red *= shape[a]
+    if n_red == 0:
+        if op in ("maximum", "minimum"):
+            raise ValueError(f"{name}: cannot reduce an empty dim (shape {shape}, axes {axes})")
+        return np.full(out_shape, _identity(op, out_dtype), out_dtype)
+    if n_red == 1:  # nothing to combine: every reduced dim has size 1
+        return _copy(x.reshape(out_shape), out_dtype)
+    if x.size == 0:
+        return np.empty(out_shape, out_dtype)
+    init = _identity(op, out_dtype)
+
+    # fast path: one block of reduced dims in a C-contiguous array of the right dtype
+    lo, hi = min(axes), max(axes) + 1
+    if x.flags.c_contiguous and x.dtype == out_dtype and hi - lo == len(axes):
+        outer = int(np.prod(shape[:lo]))
+        inner = int(np.prod(shape[hi:]))
+        return _run_fold(op, x.reshape(outer, n_red, inner), init).reshape(out_shape)
+
+    # drop size-1 dims, undo negative strides, then look at dims in memory order
+    dims = [d for d in range(x.ndim) if shape[d] != 1]
+    y = x.squeeze(tuple(d for d in range(x.ndim) if shape[d] == 1))
+    flipped = [d for d, s in zip(dims, y.strides) if s < 0]
+    if flipped:
+        y = y[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in y.strides)]
+    order = _dense_order(y)
+    if order is None:
+        y = _copy(y, out_dtype)
+    else:
+        y = y.transpose(order)
+        dims = [dims[d] for d in order]
+        if y.dtype != out_dtype:
+            y = _copy(y, out_dtype)
+
+    # one pass per block of reduced dims, the largest block first
+    groups = []  # [size, reduced?, original dims]
+    for d, n in zip(dims, y.shape):
+        red = d in axes
+        if groups and groups[-1][1] == red:
+            groups[-1][0] *= n
+            groups[-1][2].append(d)
+        else:
+            groups.append([n, red, [d]])
+    while True:
+        reds = [i for i, g in enumerate(groups) if g[1]]
+        if not reds:
+            break
+        i = max(reds, key=lambda i: (groups[i][0], i))
+        outer = int(np.prod([g[0] for g in groups[:i]]))
+        inner = int(np.prod([g[0] for g in groups[i + 1:]]))
+        y = _run_fold(op, y.reshape(outer, groups[i][0], inner), init)
+        del groups[i]
+        if 0 < i < len(groups) and not groups[i - 1][1] and not groups[i][1]:
+            groups[i - 1][0] *= groups[i][0]
+            groups[i - 1][2] += groups.pop(i)[2]
+    kept = [d for g in groups for d in g[2]]
+    flipped = [d for d in flipped if d not in axes]
+    if kept == sorted(kept) and not flipped:
+        return y.reshape(out_shape)
+    # the kept dims came out in memory order and unflipped: restore the caller's view
+    y = y.reshape([shape[d] for d in kept]).transpose(np.argsort(kept))
+    kept.sort()
+    y = y[tuple(slice(None, None, -1) if d in flipped else slice(None) for d in kept)]
+    return _copy(y, out_dtype).reshape(out_shape)
+
+
+def arg_reduce(op, x, axis):
+    """Index of the first maximum (``argmax``) or minimum (``argmin``) along ``axis``.
+
+    ``axis=None`` looks at the flattened array and returns a 0-d int64 array.
+    NaN counts as the extreme: the first NaN's index is returned, as in numpy.
+    """
+    if op not in ("argmax", "argmin"):
+        raise ValueError(f"arg_reduce: unknown op {op!r}; expected 'argmax' or 'argmin'")
+    x = np.asarray(x)
+    _check_dtype(op, x.dtype)
+    if axis is None:
+        if x.size == 0:
+            raise ValueError(f"{op}: cannot reduce an empty array (shape {x.shape})")
+        x3 = (x if x.flags.c_contiguous else _copy(x, x.dtype)).reshape(1, x.size, 1)
+        out_shape = ()
+    else:
+        axis = int(axis)
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"{op}: axis {axis} out of range for an array of shape {x.shape}")
+        axis %= x.ndim
+        n = x.shape[axis]
+        out_shape = x.shape[:axis] + x.shape[axis + 1:]
+        if n == 0:
+            raise ValueError(f"{op}: cannot reduce an empty dim (shape {x.shape}, axis {axis})")
+        if x.size == 0:
+            return np.empty(out_shape, np.int64)
+        if not x.flags.c_contiguous:
+            x = _copy(x, x.dtype)
+        x3 = x.reshape(int(np.prod(x.shape[:axis])), n, int(np.prod(x.shape[axis + 1:])))
+    outer, n, inner = x3.shape
+    out = np.empty(outer * inner, np.int64)
+    k = kernel(arg_fold, "gt" if op == "argmax" else "lt")
+    (k.parallel if x3.size >= PARALLEL_MIN else k.serial)(x3.reshape(-1), out, outer, n, inner)
+    return out.reshape(out_shape)

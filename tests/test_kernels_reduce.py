@@ -1,0 +1,344 @@
+"""CPU reduction, arg-reduction and scan kernels against numpy.
+
+Inputs cover every dtype kind, 0-d / empty / one-element shapes, views that are
+not C-contiguous (transposed, reversed, sliced), every combination of axes of a
+3-D array, and sizes on both sides of the serial/parallel threshold.
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+from ember.kernels.cpu import reduce, scan
+from ember.kernels.cpu.launch import PARALLEL_MIN
+
+RNG = np.random.default_rng(1234)
+BIG = 1 << 17
+assert BIG >= PARALLEL_MIN
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_]
+NP_REDUCE = {"add": np.add, "mul": np.multiply, "maximum": np.maximum,
+             "minimum": np.minimum, "logical_and": np.logical_and, "logical_or": np.logical_or}
+
+
+def make(shape, dtype, kind="any"):
+    """Random data of ``dtype``; ``kind="prod"`` keeps products tame."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return RNG.random(shape) < 0.5
+    if dtype.kind == "f":
+        if kind == "prod":
+            return RNG.uniform(0.5, 1.5, shape).astype(dtype)
+        return RNG.standard_normal(shape).astype(dtype)
+    hi = 3 if kind == "prod" else 100
+    return RNG.integers(-hi, hi, shape).astype(dtype)
+
+
+def views(base):
+    """``base`` and views of it with other layouts, all of the same shape."""
+    yield base
+    if base.ndim >= 2:
+        yield np.ascontiguousarray(np.swapaxes(base, 0, -1)).swapaxes(0, -1)  # transposed
+        yield np.asfortranarray(base)
+    if base.ndim >= 1:
+        yield np.ascontiguousarray(base[::-1])[::-1]  # negative strides
+        big = np.concatenate([base, base], axis=-1)
+        yield big[..., ::2]  # strided slice
+        yield big[..., base.shape[-1]:]  # offset slice
+
+
+def sum_dtype(dtype):
+    return np.dtype(np.int64) if np.dtype(dtype).kind in "biu" else np.dtype(dtype)
+
+
+def reference(op, x, axes, out_dtype):
+    if op in ("maximum", "minimum") or op.startswith("logical"):
+        return NP_REDUCE[op].reduce(x, axis=axes).astype(out_dtype)
+    return NP_REDUCE[op].reduce(x.astype(out_dtype), axis=axes, dtype=out_dtype)
+
+
+def check_reduce(op, x, axes, out_dtype):
+    out_dtype = np.dtype(out_dtype)
+    got = reduce.reduce(op, x, axes, out_dtype)
+    want = reference(op, x, axes, out_dtype)
+    assert got.dtype == out_dtype
+    assert got.shape == want.shape
+    assert not np.shares_memory(got, x)
+    if out_dtype.kind == "f" and op in ("add", "mul"):
+        if op == "add":
+            scale = np.add.reduce(np.abs(x.astype(np.float64)), axis=axes)
+        else:
+            scale = np.abs(want.astype(np.float64))
+        tol = 1e-5 if out_dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=0, atol=0)  if x.size <= 1 else \
+            np.testing.assert_array_less(np.abs(got - want), tol * scale + 1e-30)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def ops_for(dtype):
+    """(op, input, out_dtype) combinations a caller would ask for."""
+    dtype = np.dtype(dtype)
+    yield "add", sum_dtype(dtype)
+    yield "mul", sum_dtype(dtype)
+    yield "maximum", dtype
+    yield "minimum", dtype
+    if dtype.kind == "b":
+        yield "logical_and", dtype
+        yield "logical_or", dtype
+
+
+def all_axes(ndim):
+    for r in range(ndim + 1):
+        yield from itertools.combinations(range(ndim), r)
+
+
+# --- reduce -------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3, 4), (5, 1, 6), (1, 7, 1)])
+def test_reduce_all_axes_and_layouts(dtype, shape):
+    for op, out_dtype in ops_for(dtype):
+        base = make(shape, dtype, "prod" if op == "mul" else "any")
+        for x in views(base):
+            for axes in all_axes(len(shape)):
+                check_reduce(op, x, axes, out_dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (1,), (9,), (3, 17), (33, 2)])
+def test_reduce_small_shapes(dtype, shape):
+    for op, out_dtype in ops_for(dtype):
+        x = make(shape, dtype, "prod" if op == "mul" else "any")
+        for axes in all_axes(len(shape)):
+            check_reduce(op, x, axes, out_dtype)
+
+
+def test_reduce_permuted_4d():
+    x = make((3, 4, 5, 6), np.float64).transpose(2, 0, 3, 1)
+    for axes in all_axes(4):
+        check_reduce("add", x, axes, np.float64)
+        check_reduce("maximum", x, axes, np.float64)
+
+
+@pytest.mark.parametrize("shape, axes", [
+    ((0,), (0,)), ((3, 0), (1,)), ((3, 0), (0,)), ((0, 4), (0,)), ((0, 4), (1,)),
+    ((2, 0, 3), (0, 2)), ((2, 0, 3), (1,)), ((0,), ()), ((3, 0), (0, 1))])
+def test_reduce_empty(shape, axes):
+    x = np.zeros(shape, np.float32)
+    n_red = int(np.prod([shape[a] for a in axes]))
+    for op, identity in (("add", 0), ("mul", 1)):
+        got = reduce.reduce(op, x, axes, np.float32)
+        np.testing.assert_array_equal(got, NP_REDUCE[op].reduce(x, axis=axes))
+        if n_red == 0 and got.size:
+            assert (got == identity).all()
+    b = np.zeros(shape, bool)
+    np.testing.assert_array_equal(reduce.reduce("logical_and", b, axes, bool), b.all(axis=axes))
+    np.testing.assert_array_equal(reduce.reduce("logical_or", b, axes, bool), b.any(axis=axes))
+    for op, name in (("maximum", "max"), ("minimum", "min")):
+        if n_red == 0:
+            with pytest.raises(ValueError, match=f"{name}: cannot reduce an empty dim"):
+                reduce.reduce(op, x, axes, np.float32)
+        else:
+            assert reduce.reduce(op, x, axes, np.float32).shape == np.max(x, axis=axes).shape
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reduce_nan_propagates(dtype):
+    x = make((6, 40), dtype)
+    x[2, 5] = np.nan
+    x[4, 39] = np.nan
+    for op in ("maximum", "minimum"):
+        for axes in ((0,), (1,), (0, 1)):
+            for v in (x, x.T):
+                ax = axes if v is x else tuple(1 - a for a in axes)
+                got = reduce.reduce(op, v, ax, dtype)
+                np.testing.assert_array_equal(got, NP_REDUCE[op].reduce(v, axis=ax))
+    assert np.isnan(reduce.reduce("add", x, (0, 1), dtype))
+
+
+def test_reduce_casts_and_bool_sums():
+    b = make((5, 7), np.bool_)
+    np.testing.assert_array_equal(reduce.reduce("add", b, (1,), np.int64), b.sum(1))
+    # add/mul into bool are or/and, as numpy's np.add.reduce on bools
+    np.testing.assert_array_equal(reduce.reduce("add", b, (0,), np.bool_),
+                                  np.add.reduce(b, 0, dtype=bool))
+    np.testing.assert_array_equal(reduce.reduce("mul", b, (0,), np.bool_),
+                                  np.multiply.reduce(b, 0, dtype=bool))
+    i = make((4, 9), np.int32)
+    got = reduce.reduce("add", i, (0, 1), np.float64)
+    assert got.dtype == np.float64 and got == i.sum(dtype=np.float64)
+    # int32 sums accumulate in int64 without overflow
+    big = np.full(1000, 2 ** 30, np.int32)
+    assert reduce.reduce("add", big, (0,), np.int64) == 1000 * 2 ** 30
+
+
+def test_reduce_no_axes_is_a_copy():
+    x = make((3, 4), np.float32).T
+    got = reduce.reduce("add", x, (), np.float32)
+    assert not np.shares_memory(got, x)
+    np.testing.assert_array_equal(got, x)
+    got = reduce.reduce("maximum", x, (), np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, x)
+
+
+def test_reduce_errors():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="unknown op"):
+        reduce.reduce("sub", x, (0,), np.float32)
+    with pytest.raises(ValueError, match="axes"):
+        reduce.reduce("add", x, (2,), np.float32)
+    with pytest.raises(ValueError, match="axes"):
+        reduce.reduce("add", x, (0, 0), np.float32)
+    with pytest.raises(TypeError):
+        reduce.reduce("add", x.astype(np.float16), (0,), np.float16)
+    with pytest.raises(TypeError):
+        reduce.reduce("add", x.astype(np.complex64), (0,), np.complex64)
+    with pytest.raises(TypeError):
+        reduce.reduce("logical_and", x, (0,), np.float32)
+
+
+@pytest.mark.parametrize("shape, axes", [
+    ((BIG,), (0,)),                     # full reduction, split into chunks
+    ((512, 256), (1,)),                 # many rows
+    ((512, 256), (0,)),                 # row accumulation
+    ((4, BIG // 4), (1,)),              # few long rows: split
+    ((BIG // 4, 4), (0,)),              # narrow inner
+    ((64, 32, 64), (0, 2)),             # two blocks: two passes
+    ((2, 4096, 16), (1,)),              # few outer rows, split rows
+])
+def test_reduce_parallel(shape, axes):
+    # a parallel kernel takes seconds to compile: float64 add and max cover the logic
+    x = make(shape, np.float64)
+    check_reduce("add", x, axes, np.float64)
+    check_reduce("maximum", x, axes, np.float64)
+    check_reduce("maximum", x.T, tuple(len(shape) - 1 - a for a in axes), np.float64)
+
+
+def test_reduce_parallel_nan_and_ints():
+    x = make((BIG,), np.float64)
+    x[BIG - 3] = np.nan
+    assert np.isnan(reduce.reduce("maximum", x, (0,), np.float64))
+    assert np.isnan(reduce.reduce("maximum", x.reshape(256, -1), (0, 1), np.float64))
+    # bool and int sums accumulate in int64, in parallel too
+    b = make((4, BIG // 4), np.bool_)
+    check_reduce("add", b, (0, 1), np.int64)
+    check_reduce("add", b[:, ::-1], (1,), np.int64)
+
+
+def test_float32_sum_accuracy():
+    x = RNG.uniform(0, 1, PARALLEL_MIN - 1).astype(np.float32)
+    got = reduce.reduce("add", x, (0,), np.float32)
+    assert abs(float(got) - x.astype(np.float64).sum()) < 1e-5 * x.sum(dtype=np.float64)
+
+
+# --- arg_reduce ------------------------------------------------------------------------
+def check_arg(op, x, axis):
+    got = reduce.arg_reduce(op, x, axis)
+    want = getattr(np, op)(x, axis=axis)
+    assert got.dtype == np.int64
+    assert got.shape == np.shape(want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_arg_reduce(dtype):
+    base = make((4, 5, 6), dtype)
+    if np.dtype(dtype).kind in "iu":
+        base = base % 3  # many ties: the first occurrence must win
+    for x in views(base):
+        for op in ("argmax", "argmin"):
+            check_arg(op, x, None)
+            for axis in (0, 1, 2, -1):
+                check_arg(op, x, axis)
+    for shape in ((), (1,), (7,), (1, 1)):
+        x = make(shape, dtype)
+        for op in ("argmax", "argmin"):
+            check_arg(op, x, None)
+            for axis in range(len(shape)):
+                check_arg(op, x, axis)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arg_reduce_nan(dtype):
+    x = make((5, 40), dtype)
+    x[1, 7] = x[1, 3] = np.nan
+    x[3, 0] = np.nan
+    x[0, 20] = np.nan
+    for op in ("argmax", "argmin"):
+        for axis in (None, 0, 1):
+            check_arg(op, x, axis)
+            check_arg(op, x.T, axis)
+
+
+def test_arg_reduce_big_and_empty():
+    x = make((BIG,), np.float64)
+    check_arg("argmax", x, None)
+    check_arg("argmax", x.reshape(512, -1), 0)
+    check_arg("argmax", x.reshape(512, -1).T, 0)
+    x = np.zeros((3, 0), np.float32)
+    for op in ("argmax", "argmin"):
+        with pytest.raises(ValueError, match=f"{op}: cannot reduce an empty"):
+            reduce.arg_reduce(op, x, 1)
+        with pytest.raises(ValueError, match=op):
+            reduce.arg_reduce(op, x, None)
+        assert reduce.arg_reduce(op, x, 0).shape == (0,)
+    with pytest.raises(ValueError, match="axis"):
+        reduce.arg_reduce("argmax", x, 2)
+    with pytest.raises(ValueError, match="unknown op"):
+        reduce.arg_reduce("max", x, 0)
+
+
+# --- scan ------------------------------------------------------------------------------
+def check_scan(op, x, axis, out_dtype):
+    out_dtype = np.dtype(out_dtype)
+    got = scan.scan(op, x, axis, out_dtype)
+    fn = np.cumsum if op == "add" else np.cumprod
+    want = fn(x, axis=axis, dtype=out_dtype)
+    assert got.dtype == out_dtype
+    assert got.shape == x.shape
+    assert got.flags.c_contiguous
+    assert not np.shares_memory(got, x)
+    if out_dtype.kind == "f":
+        tol = 1e-5 if out_dtype == np.float32 else 1e-12
+        if op == "add":
+            scale = np.cumsum(np.abs(x.astype(np.float64)), axis=axis)
+        else:
+            scale = np.abs(want.astype(np.float64))
+        np.testing.assert_array_less(np.abs(got - want), tol * scale + 1e-30)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_scan(dtype, op):
+    out_dtype = sum_dtype(dtype)
+    base = make((3, 4, 5), dtype, "prod" if op == "mul" else "any")
+    for x in views(base):
+        for axis in (0, 1, 2, -1):
+            check_scan(op, x, axis, out_dtype)
+    for shape in ((1,), (9,), (1, 1), (0,), (2, 0, 3)):
+        x = make(shape, dtype, "prod")
+        for axis in range(len(shape)):
+            check_scan(op, x, axis, out_dtype)
+
+
+def test_scan_0d_and_bool():
+    got = scan.scan("add", np.array(2.5, np.float32), 0, np.float32)
+    assert got.shape == () and got == 2.5
+    b = make((6, 7), np.bool_)
+    check_scan("add", b, 1, np.bool_)
+    check_scan("mul", b, 0, np.bool_)
+    with pytest.raises(ValueError, match="axis"):
+        scan.scan("add", b, 2, np.int64)
+    with pytest.raises(ValueError, match="unknown op"):
+        scan.scan("maximum", b, 0, np.bool_)
+
+
+@pytest.mark.parametrize("shape, axis", [
+    ((BIG,), 0), ((3, BIG // 3), 1), ((512, 256), 0), ((512, 256), 1), ((2, 256, 256), 1)])
+def test_scan_parallel(shape, axis):
+    x = make(shape, np.float64)
+    check_scan("add", x, axis, np.float64)
+    check_scan("add", np.swapaxes(x, 0, -1), len(shape) - 1 - axis, np.float64)
