@@ -8,16 +8,24 @@ from . import random
 from .creation import (arange, cat, empty, empty_like, eye, from_dlpack, from_numpy, full,
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
-from .device import CheckpointingStrategy, Device, DeviceError, set_default_device
+from .device import CheckpointingStrategy, Device, DeviceError, StrategyError, set_default_device
 from .dtypes import (Bool, DType, Float, Int, Kind, bool_, float32, float64, int8, int16, int32,
                      int64, uint8)
 from .ir import Op
 from .tensor import Tensor
 
+
+def __getattr__(name):
+    # autodiff names load the autograd package on first use, keeping `import ember` light
+    if name in ("Gradients", "AutodiffError", "NotTrackedError", "GraphConsumedError"):
+        from .autograd import graph
+        return getattr(graph, name)
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "Device", "DeviceError", "CheckpointingStrategy", "set_default_device", "Op",
+    "Tensor", "Device", "DeviceError", "StrategyError", "CheckpointingStrategy", "set_default_device", "Op",
     "DType", "Kind", "Float", "Int", "Bool",
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",

@@ -53,7 +53,9 @@ def tensor(data, dtype=None, device=None):
         if d.kind is not dt.Float and array.dtype.kind == "f" and not np.isfinite(array).all():
             raise ValueError(f"tensor: cannot convert NaN or infinite values to {d.name}")
         array = array.astype(d.np)
-    return _from_host(np.ascontiguousarray(array), d, device)
+    if not array.flags.c_contiguous:
+        array = np.array(array, order="C")   # (np.ascontiguousarray would make 0-d arrays 1-d)
+    return _from_host(array, d, device)
 
 
 def from_numpy(array):
@@ -150,7 +152,7 @@ def cat(tensors, dim=0):
         raise ValueError("cat: expected a non-empty list of tensors")
     if not all(isinstance(t, Tensor) for t in tensors):
         raise TypeError("cat: expected a list of tensors")
-    device = dispatch.same_device("cat", tensors)
+    dispatch.same_device("cat", tensors)
     ndim = tensors[0].ndim
     if ndim == 0:
         raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
@@ -162,8 +164,7 @@ def cat(tensors, dim=0):
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = dt.promote(dtype, t.dtype)
-    data = device.backend.execute(Op.CAT, *(t._data for t in tensors), axis=axis, dtype=dtype)
-    return dispatch.wrap(data, device, dtype)
+    return dispatch.apply(Op.CAT, *(dispatch.cast(t, dtype) for t in tensors), axis=axis, dtype=dtype)
 
 
 def stack(tensors, dim=0):

@@ -13,6 +13,10 @@ class DeviceError(RuntimeError):
     """Tensors of one op live on different devices, or a device is unavailable."""
 
 
+class StrategyError(ValueError):
+    """Tensors of one op use different gradient checkpointing strategies."""
+
+
 class Device:
     """Where a tensor lives: ``Device.cpu()`` or ``Device.cuda(index)``.
 
@@ -50,6 +54,10 @@ class Device:
         if not isinstance(strategy, CheckpointingStrategy):
             raise TypeError(f"gradient_checkpointing: expected a CheckpointingStrategy, got {strategy!r}")
         return Device(self.type, self.index, True, strategy)
+
+    def base(self):
+        """The same device without autodiff."""
+        return CPU if self.type == "cpu" else Device(self.type, self.index)
 
     def is_autodiff(self):
         return self._autodiff

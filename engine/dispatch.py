@@ -7,7 +7,7 @@ Numba typing error ever reaches the user.  Autodiff (and later fusion) wraps
 this seam.
 """
 from . import dtypes as dt
-from .device import DeviceError
+from .device import DeviceError, StrategyError
 from .device import parse as parse_device  # noqa: F401  (used by Tensor.to)
 from .ir import BOOL, FLOAT, Op
 
@@ -19,12 +19,13 @@ def op_name(op):
     return _op_names.get(op) or op.name.lower().rstrip("_")
 
 
-def wrap(data, device, dtype):
+def wrap(data, device, dtype, node=None):
     """A new Tensor around backend storage ``data``."""
     t = object.__new__(_tensor_cls)
     t._data = data
     t._device = device
     t._dtype = dtype
+    t._node = node
     return t
 
 
@@ -85,17 +86,19 @@ def normalize_dims(name, dim, ndim):
 def cast(t, dtype):
     if t._dtype is dtype:
         return t
-    data = t._device.backend.execute(Op.CAST, t._data, shape=t._data.shape, dtype=dtype)
-    return wrap(data, t._device, dtype)
+    return apply(Op.CAST, t, shape=t._data.shape, dtype=dtype)
+
+
+def constant(value, device, dtype):
+    """A Python scalar as a 0-d tensor without autodiff (a constant for any op)."""
+    base = device.base() if device._autodiff else device
+    return wrap(device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype), base, dtype)
 
 
 def elementwise(op, *args):
     """Run elementwise ``op`` over tensors and Python scalars, with broadcasting."""
     tensors = [a for a in args if isinstance(a, _tensor_cls)]
     first = tensors[0]
-    device = first._device
-    if len(tensors) > 1:
-        same_device(op, tensors)
     # dtype the op computes in
     dtype = first._dtype
     for t in tensors[1:]:
@@ -108,11 +111,11 @@ def elementwise(op, *args):
                 if sd is not dtype:
                     dtype = dt.promote(dtype, sd)
     if op is Op.WHERE:  # the condition keeps its bool dtype
-        return _where(args, device)
+        return _where(args)
     if dtype.kind not in op.kinds:
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
-        check_kind(op_name(op), op, wrap(None, device, dtype))
+        check_kind(op_name(op), op, wrap(None, first._device, dtype))
     if op.result is FLOAT and dtype.kind is not dt.Float:
         dtype = dt.float64
     out_dtype = dt.bool_ if op.result is BOOL else dtype
@@ -122,14 +125,12 @@ def elementwise(op, *args):
         if t._data.shape != shape:
             shape = broadcast_shapes(op_name(op), *(t._data.shape for t in tensors))
             break
-    backend = device.backend
-    inputs = [backend.execute(Op.FULL, shape=(), value=a, dtype=dtype)
-              if not isinstance(a, _tensor_cls) else cast(a, dtype)._data for a in args]
-    data = backend.execute(op, *inputs, shape=shape, dtype=out_dtype)
-    return wrap(data, device, out_dtype)
+    inputs = [cast(a, dtype) if isinstance(a, _tensor_cls) else constant(a, first._device, dtype)
+              for a in args]
+    return apply(op, *inputs, shape=shape, dtype=out_dtype)
 
 
-def _where(args, device):
+def _where(args):
     cond, a, b = args
     if not isinstance(cond, _tensor_cls) or cond._dtype is not dt.bool_:
         raise TypeError("where: the condition must be a Bool tensor")
@@ -143,14 +144,51 @@ def _where(args, device):
             if sd is not dtype:
                 dtype = dt.promote(dtype, sd)
     shape = broadcast_shapes("where", *(x._data.shape for x in (cond, *vals)))
-    backend = device.backend
-    inputs = [cond._data] + [cast(x, dtype)._data if isinstance(x, _tensor_cls)
-                             else backend.execute(Op.FULL, shape=(), value=x, dtype=dtype)
-                             for x in (a, b)]
-    return wrap(backend.execute(Op.WHERE, *inputs, shape=shape, dtype=dtype), device, dtype)
+    inputs = [cast(x, dtype) if isinstance(x, _tensor_cls) else constant(x, cond._device, dtype)
+              for x in (a, b)]
+    return apply(Op.WHERE, cond, *inputs, shape=shape, dtype=dtype)
 
 
-def execute(op, t, *more, **params):
-    """Run a non-elementwise op on ``t``; the result has ``params["dtype"]`` or t's dtype."""
-    data = t._device.backend.execute(op, t._data, *more, **params)
-    return wrap(data, t._device, params.get("dtype") or t._dtype)
+# Set by ember.autograd when it is first imported: record(op, inputs, params, out).
+record = None
+
+
+def apply(op, *inputs, out_dtype=None, **params):
+    """Run IR op ``op`` on tensors ``inputs`` through their device's backend.
+
+    Every op ends here.  The result's dtype is ``out_dtype`` (a tuple for ops
+    with several results), else ``params["dtype"]``, else the first input's.
+    Tensors without autodiff combined with autodiff ones are constants; the
+    result is autodiff-enabled when any input is, and an autodiff node is
+    recorded when any input is tracked and the result is a float tensor.
+    """
+    device = inputs[0]._device
+    ad = device if device._autodiff else None
+    tracked = False
+    for t in inputs:
+        d = t._device
+        if d is not device:
+            if d != device:
+                raise DeviceError(f"{op_name(op)}: tensors are on different devices ({device} and {d})")
+            if d._autodiff:
+                if ad is None:
+                    ad = d
+                elif d.checkpointing is not ad.checkpointing:
+                    raise StrategyError(
+                        f"{op_name(op)}: tensors use different checkpointing strategies "
+                        f"({ad.checkpointing.name} and {d.checkpointing.name})")
+        if t._node is not None:
+            tracked = True
+    data = device.backend.execute(op, *[t._data for t in inputs], **params)
+    out_device = ad or device
+    if out_dtype is None:
+        out_dtype = params.get("dtype") or inputs[0]._dtype
+    if type(data) is tuple:
+        outs = tuple(wrap(x, out_device, d) for x, d in zip(data, out_dtype))
+        if tracked and out_dtype[0].kind is dt.Float:
+            record(op, inputs, params, outs)
+        return outs
+    out = wrap(data, out_device, out_dtype)
+    if tracked and out_dtype.kind is dt.Float:
+        record(op, inputs, params, out)
+    return out

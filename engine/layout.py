@@ -115,6 +115,8 @@ def basic_index(index, shape, name="getitem"):
         else:
             raise TypeError(f"{name}: unsupported index {i!r} (use ints, slices, None, ...; "
                             f"index_select/gather/mask_where take tensor indices)")
+    if n_ell == 0:
+        out.append(Ellipsis)   # numpy then returns a view even when every index is an int
     return tuple(out)
 
 

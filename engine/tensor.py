@@ -12,7 +12,7 @@ import numpy as np
 
 from . import dispatch, layout
 from . import dtypes as dt
-from .dispatch import elementwise, execute, normalize_dim, normalize_dims
+from .dispatch import apply, elementwise, normalize_dim, normalize_dims
 from .ir import Op
 
 
@@ -28,7 +28,7 @@ class Tensor:
     tensor([ 8., 16.], dtype=float32)
     """
 
-    __slots__ = ("_data", "_device", "_dtype", "__weakref__")
+    __slots__ = ("_data", "_device", "_dtype", "_node", "__weakref__")
     __hash__ = object.__hash__
     __array_priority__ = 1000  # numpy defers to our reflected operators
 
@@ -142,8 +142,126 @@ class Tensor:
         return dispatch.wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
 
     def clone(self):
-        """A copy with its own storage."""
-        return execute(Op.CAST, self, shape=self.shape, dtype=self._dtype)
+        """A copy with its own storage; a tracked clone shares the original's node and steps."""
+        data = self._device.backend.execute(Op.CAST, self._data, shape=self.shape, dtype=self._dtype)
+        return dispatch.wrap(data, self._device, self._dtype, self._node)
+
+    # --- autodiff (DESIGN §4) -------------------------------------------------------
+    def is_autodiff(self):
+        """True when the tensor's device has autodiff enabled."""
+        return self._device._autodiff
+
+    def autodiff(self):
+        """The same tensor with autodiff enabled (idempotent; marks nothing)."""
+        if self._device._autodiff:
+            return self
+        return dispatch.wrap(self._data, self._device.autodiff(), self._dtype)
+
+    @staticmethod
+    def from_inner(t):
+        """``t`` with autodiff enabled: the same as ``t.autodiff()``."""
+        return t.autodiff()
+
+    def without_autodiff(self):
+        """The same values without autodiff and without any graph reference (idempotent)."""
+        if not self._device._autodiff and self._node is None:
+            return self
+        return dispatch.wrap(self._data, self._device.base(), self._dtype)
+
+    inner = without_autodiff
+
+    def gradient_checkpointing_strategy(self):
+        """The tensor's ``CheckpointingStrategy``, or None without autodiff."""
+        return self._device.checkpointing
+
+    def with_gradient_checkpointing_strategy(self, strategy):
+        """The same tensor (same lineage) under another checkpointing strategy."""
+        if not self._device._autodiff:
+            raise ValueError("with_gradient_checkpointing_strategy: the tensor is not autodiff-enabled; "
+                             "call .autodiff() first")
+        return dispatch.wrap(self._data, self._device.gradient_checkpointing(strategy), self._dtype,
+                             self._node)
+
+    def require_grad(self):
+        """This float leaf, marked so that backward keeps its gradient: ``w = w.require_grad()``."""
+        return self.set_require_grad(True)
+
+    def set_require_grad(self, flag):
+        """Mark (``True``) or unmark (``False``: a fresh untracked leaf) this leaf."""
+        if not self._device._autodiff:
+            return self
+        if self._dtype.kind is not dt.Float or self.is_quantized:
+            raise TypeError(f"require_grad: only Float tensors take gradients, got {self._dtype.name}")
+        node = self._node
+        if not flag:
+            return self if node is None else dispatch.wrap(self._data, self._device, self._dtype)
+        if node is not None:
+            if node.leaf:
+                return self
+            raise ValueError("require_grad: only leaves can be marked; this tensor is the output of "
+                             f"{dispatch.op_name(node.op)} on a tracked tensor (use detach() first)")
+        from ember.autograd import graph
+        return dispatch.wrap(self._data, self._device, self._dtype, graph.leaf(self.shape))
+
+    def is_require_grad(self):
+        """True only for marked leaves."""
+        return self._node is not None and self._node.leaf
+
+    def is_tracked(self):
+        """True for marked leaves and every op output that descends from one."""
+        return self._node is not None
+
+    def detach(self):
+        """A new lineage with the same values; a marked leaf stays marked, under a new identity."""
+        node = self._node
+        if node is None:
+            return dispatch.wrap(self._data, self._device, self._dtype)
+        if node.leaf:
+            from ember.autograd import graph
+            return dispatch.wrap(self._data, self._device, self._dtype, graph.leaf(self.shape))
+        return dispatch.wrap(self._data, self._device, self._dtype)
+
+    def backward(self):
+        """Gradients of this tensor (of its sum, when not a scalar) for the marked leaves it depends on.
+
+        >>> w = ember.tensor([1.0, 2.0]).autodiff().require_grad()
+        >>> grads = (w * w).sum().backward()
+        >>> w.grad(grads)
+        tensor([2., 4.], dtype=float32)
+        """
+        from ember.autograd import graph
+        return graph.backward(self)
+
+    def _grad_key(self):
+        node = self._node
+        if not self._device._autodiff or node is None or not node.leaf or self._dtype.kind is not dt.Float:
+            return None
+        return node
+
+    def grad(self, grads):
+        """This marked leaf's gradient in ``grads`` (a tensor without autodiff), or None."""
+        key = self._grad_key()
+        return None if key is None else grads._grads.get(key)
+
+    def grad_remove(self, grads):
+        """Return this leaf's gradient and delete it from ``grads``."""
+        key = self._grad_key()
+        return None if key is None else grads._grads.pop(key, None)
+
+    def grad_replace(self, grads, gradient):
+        """Set this leaf's gradient in ``grads`` to ``gradient`` (no accumulation)."""
+        if not self._device._autodiff:
+            raise ValueError("grad_replace: the tensor is not autodiff-enabled")
+        if not _is_tensor(gradient) or gradient.is_autodiff():
+            raise ValueError("grad_replace: the gradient must be a tensor without autodiff")
+        if gradient._device != self._device:
+            raise ValueError(f"grad_replace: the gradient is on {gradient._device}, the tensor on {self._device}")
+        if gradient.shape != self.shape:
+            raise ValueError(f"grad_replace: gradient shape {gradient.shape} != tensor shape {self.shape}")
+        key = self._grad_key()
+        if key is None:
+            raise ValueError("grad_replace: only marked float leaves have gradients")
+        grads._grads[key] = gradient
 
     # --- elementwise arithmetic ---------------------------------------------------
     def __add__(self, other):
@@ -459,7 +577,7 @@ class Tensor:
         dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
         dtype = dt.promote(self._dtype, other._dtype)
         x, y = dispatch.cast(self, dtype), dispatch.cast(other, dtype)
-        return execute(Op.MATMUL, x, y._data, dtype=dtype)
+        return apply(Op.MATMUL, x, y)
 
     __matmul__ = matmul
 
@@ -474,9 +592,8 @@ class Tensor:
     def sort_with_indices(self, dim=-1, descending=False):
         dispatch.check_kind("sort", Op.SORT, self)
         axis = normalize_dim("sort", dim, self.ndim)
-        v, i = self._device.backend.execute(Op.SORT, self._data, axis=axis, descending=descending)
-        return (dispatch.wrap(v, self._device, self._dtype),
-                dispatch.wrap(i, self._device, dt.int64))
+        return apply(Op.SORT, self, axis=axis, descending=descending,
+                     out_dtype=(self._dtype, dt.int64))
 
     def argsort(self, dim=-1, descending=False):
         return self.sort_with_indices(dim, descending)[1]
@@ -491,9 +608,8 @@ class Tensor:
         n = self.shape[axis] if self.ndim else 1
         if not isinstance(k, numbers.Integral) or not 0 <= k <= n:
             raise ValueError(f"topk: k={k!r} is out of range for dim {dim} of size {n}")
-        v, i = self._device.backend.execute(Op.TOPK, self._data, k=int(k), axis=axis, largest=largest)
-        return (dispatch.wrap(v, self._device, self._dtype),
-                dispatch.wrap(i, self._device, dt.int64))
+        return apply(Op.TOPK, self, k=int(k), axis=axis, largest=largest,
+                     out_dtype=(self._dtype, dt.int64))
 
     # --- layout -------------------------------------------------------------------------
     def reshape(self, *shape):
@@ -501,7 +617,7 @@ class Tensor:
         new = layout.reshape(self.shape, shape)
         if new == self.shape:
             return self
-        return execute(Op.RESHAPE, self, shape=new)
+        return apply(Op.RESHAPE, self, shape=new)
 
     view = reshape
 
@@ -532,7 +648,7 @@ class Tensor:
         perm = layout.permutation(dims, self.ndim)
         if perm == tuple(range(self.ndim)):
             return self
-        return execute(Op.PERMUTE, self, dims=perm)
+        return apply(Op.PERMUTE, self, dims=perm)
 
     def transpose(self, dim0=-2, dim1=-1):
         """Swap two dims (the last two by default)."""
@@ -557,21 +673,21 @@ class Tensor:
         new = layout.expand(self.shape, shape)
         if new == self.shape:
             return self
-        return execute(Op.EXPAND, self, shape=new)
+        return apply(Op.EXPAND, self, shape=new)
 
     def broadcast_to(self, *shape):
         return self.expand(*shape)
 
     def flip(self, dims):
         dims = normalize_dims("flip", dims, self.ndim)
-        return execute(Op.FLIP, self, dims=dims)
+        return apply(Op.FLIP, self, dims=dims)
 
     def __getitem__(self, index):
         """Basic indexing: ints, slices (any step), None and ``...`` give views."""
         if _is_tensor(index):
             return _tensor_index(self, index)
         idx = layout.basic_index(index, self.shape)
-        return execute(Op.SLICE, self, index=idx)
+        return apply(Op.SLICE, self, index=idx)
 
     def narrow(self, dim, start, length):
         d = normalize_dim("narrow", dim, self.ndim)
@@ -621,10 +737,10 @@ class Tensor:
             inter += [1, n]
             expanded += [r, n]
         x = x.reshape(inter).expand(expanded)
-        return execute(Op.CONTIGUOUS, x).reshape(tuple(r * n for r, n in zip(sizes, shape)))
+        return apply(Op.CONTIGUOUS, x).reshape(tuple(r * n for r, n in zip(sizes, shape)))
 
     def contiguous(self):
-        return execute(Op.CONTIGUOUS, self)
+        return apply(Op.CONTIGUOUS, self)
 
     def slice_assign(self, index, values):
         """A copy of ``self`` with ``self[index]`` replaced by ``values`` (broadcast)."""
@@ -634,7 +750,7 @@ class Tensor:
         dispatch.broadcast_shapes("slice_assign", v.shape, target)
         if len(v.shape) > len(target) or dispatch.broadcast_shapes("slice_assign", v.shape, target) != target:
             raise ValueError(f"slice_assign: values of shape {v.shape} do not fit the slice of shape {target}")
-        return execute(Op.SLICE_ASSIGN, self, v.cast(self._dtype)._data, index=idx)
+        return apply(Op.SLICE_ASSIGN, self, v.cast(self._dtype), index=idx)
 
     # --- indexing -------------------------------------------------------------------------
     def index_select(self, dim, indices):
@@ -643,13 +759,13 @@ class Tensor:
         _check_index_tensor("index_select", indices, self)
         if indices.ndim != 1:
             raise ValueError(f"index_select: indices must be 1-D, got shape {indices.shape}")
-        return execute(Op.INDEX_SELECT, self, indices._data, axis=axis)
+        return apply(Op.INDEX_SELECT, self, indices, axis=axis)
 
     def gather(self, dim, index):
         """``out[i][j] = self[index[i][j]][j]`` along ``dim`` (PyTorch ``gather``)."""
         axis = normalize_dim("gather", dim, self.ndim)
         _check_index_tensor("gather", index, self)
-        return execute(Op.GATHER, self, index._data, axis=axis)
+        return apply(Op.GATHER, self, index, axis=axis)
 
     def scatter(self, dim, index, values, reduce="assign"):
         """A copy with ``values`` written (or added, ``reduce="add"``) at ``index`` along ``dim``."""
@@ -658,7 +774,7 @@ class Tensor:
         axis = normalize_dim("scatter", dim, self.ndim)
         _check_index_tensor("scatter", index, self)
         v = _as_tensor_like(values, self, "scatter").cast(self._dtype)
-        return execute(Op.SCATTER, self, index._data, v._data, axis=axis, reduce=reduce)
+        return apply(Op.SCATTER, self, index, v, axis=axis, reduce=reduce)
 
     def mask_where(self, mask, values):
         """``values`` where ``mask`` is true, else ``self`` (broadcast; keeps self's dtype)."""
@@ -679,7 +795,7 @@ class Tensor:
 
     def argwhere(self):
         """Indices of the non-zero entries as an ``(n, ndim)`` int64 tensor."""
-        return execute(Op.NONZERO, self, dtype=dt.int64)
+        return apply(Op.NONZERO, self, dtype=dt.int64)
 
     def one_hot(self, num_classes):
         """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
@@ -739,7 +855,7 @@ def _reduce(op, t, dim, keepdim):
         x, dtype = t, t._dtype
     if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
         raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dims {axes})")
-    out = execute(op, x, axes=axes, dtype=dtype)
+    out = apply(op, x, axes=axes, dtype=dtype)
     return _keep(out, t.shape, axes) if keepdim else out
 
 
@@ -753,12 +869,12 @@ def _arg_reduce(op, t, dim, keepdim):
     if t.numel() == 0:
         raise ValueError(f"{name}: cannot reduce an empty tensor (shape {t.shape})")
     if dim is None:
-        out = execute(op, t, axis=None, dtype=dt.int64)
+        out = apply(op, t, axis=None, dtype=dt.int64)
         return out.reshape((1,) * t.ndim) if keepdim else out
     axis = normalize_dim(name, dim, t.ndim)
     if t.ndim == 0:
-        return execute(op, t, axis=None, dtype=dt.int64)
-    out = execute(op, t, axis=axis, dtype=dt.int64)
+        return apply(op, t, axis=None, dtype=dt.int64)
+    out = apply(op, t, axis=axis, dtype=dt.int64)
     return _keep(out, t.shape, (axis,)) if keepdim else out
 
 
@@ -769,7 +885,7 @@ def _scan(op, t, dim):
     dtype = t._dtype if t._dtype.kind is dt.Float else dt.int64
     if t.ndim == 0:
         return t.cast(dtype)
-    return execute(op, t, axis=axis, dtype=dtype)
+    return apply(op, t, axis=axis, dtype=dtype)
 
 
 def _triangle(t, name, diagonal, lower):

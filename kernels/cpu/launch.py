@@ -76,12 +76,15 @@ def elementwise(op, inputs, out):
     if k is None:
         k = _KERNELS[len(inputs), op] = kernel(_TEMPLATES[len(inputs)], op)
     fn = k.parallel if n >= PARALLEL_MIN else k.serial
-    if out.flags.c_contiguous and all(x.flags.c_contiguous for x in inputs):
+    if out.flags.c_contiguous:
         args = []
         for x in inputs:
-            args += (x.reshape(-1), 0, _UNIT)
-        fn(*args, out.reshape(-1), 0, _UNIT, _size_array(n))
-        return out
+            if not x.flags.c_contiguous:
+                break
+            args += (x if x.ndim == 1 else x.reshape(-1), 0, _UNIT)
+        else:
+            fn(*args, out if out.ndim == 1 else out.reshape(-1), 0, _UNIT, _size_array(n))
+            return out
     ops = [operand(x) for x in inputs] + [operand(out)]
     shape, strides = merge_dims(out.shape, [o[2] for o in ops])
     args = []

@@ -1,0 +1,25 @@
+"""``import ember`` is fast and loads neither Numba nor its CUDA target."""
+import subprocess
+import sys
+
+CODE = """
+import sys, time
+t = time.perf_counter()
+import ember
+elapsed = time.perf_counter() - t
+print(elapsed, "numba" in sys.modules, "numba.cuda" in sys.modules)
+"""
+
+
+def test_import_is_fast_and_lazy():
+    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True)
+    elapsed, numba_loaded, cuda_loaded = out.stdout.split()
+    assert numba_loaded == "False"
+    assert cuda_loaded == "False"
+    assert float(elapsed) < 1.0
+
+
+def test_first_op_does_not_import_cuda():
+    code = "import sys, ember; ember.tensor([1.0]) + 1; print('numba.cuda' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
