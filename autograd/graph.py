@@ -1,0 +1,208 @@
+"""The autodiff graph: nodes, one-shot steps, and the backward walk.
+
+A *node* is the autodiff identity of a tracked tensor: a marked leaf, or the
+output of an op with a tracked input.  A non-leaf node owns a *step*, the
+backward work of its op, holding only what that backward reads.  Backward
+consumes each reachable step once; a second backward through a consumed step is
+refused before anything is consumed (DESIGN §4, items 5–7).
+
+The walk is iterative: nodes are numbered when created, so every node's number
+is larger than its parents', and visiting reachable nodes by decreasing number
+is a topological order.  Un-broadcasting and accumulation of fan-out happen
+here, once, never in the rules.
+"""
+import itertools
+
+from ember import dispatch
+from ember import dtypes as dt
+from ember.device import CheckpointingStrategy
+from . import checkpoint
+from .rules import RULES
+
+BALANCED = CheckpointingStrategy.BALANCED
+
+_counter = itertools.count()
+
+
+class AutodiffError(RuntimeError):
+    """A backward that cannot run: untracked root or consumed graph."""
+
+
+class NotTrackedError(AutodiffError):
+    pass
+
+
+class GraphConsumedError(AutodiffError):
+    pass
+
+
+class Node:
+    """Identity of one tracked tensor.  ``step`` is None for leaves and once consumed."""
+
+    __slots__ = ("parents", "step", "leaf", "consumed", "order", "op", "shape", "recipe",
+                 "__weakref__")
+
+    def __init__(self, parents, step, leaf, op, shape, recipe=None):
+        self.parents = parents
+        self.step = step
+        self.leaf = leaf
+        self.consumed = False
+        self.order = next(_counter)
+        self.op = op
+        self.shape = shape
+        self.recipe = recipe    # BALANCED checkpointing: how to recompute this output
+
+    def describe(self):
+        what = "marked leaf" if self.leaf else f"output of {dispatch.op_name(self.op)}"
+        return f"tensor of shape {self.shape} ({what})"
+
+
+def leaf(shape):
+    return Node((), None, True, None, shape)
+
+
+class Step:
+    """The recorded backward work of one op output."""
+
+    __slots__ = ("rule", "params", "needs", "shapes", "dtypes", "x", "out")
+
+    def __init__(self, rule, params, needs, shapes, dtypes, x, out):
+        self.rule = rule
+        self.params = params
+        self.needs = needs      # per input: does it take a gradient?
+        self.shapes = shapes    # input shapes (for un-broadcasting)
+        self.dtypes = dtypes
+        self.x = x              # saved inputs (None where not needed)
+        self.out = out          # saved output(s) or None
+
+
+def inner(t):
+    """``t`` as a tensor without autodiff sharing its storage: what steps save."""
+    d = t._device
+    return dispatch.wrap(t._data, d.base() if d._autodiff else d, t._dtype)
+
+
+def record(op, inputs, params, out):
+    """Attach a node (and its step) to ``out``, the result of ``op`` on ``inputs``.
+
+    Under BALANCED checkpointing, values that are outputs of memory-bound ops
+    are kept as recipes (``checkpoint.Recipe``) instead of tensors.
+    """
+    rule = RULES.get(op)
+    if rule is None:
+        raise TypeError(f"{dispatch.op_name(op)}: has no gradient rule")
+    needs = tuple(t._node is not None and t._dtype.kind is dt.Float for t in inputs)
+    keep = set()
+    for i, need in enumerate(needs):
+        if need and i < len(rule.deps):
+            keep.update(rule.deps[i])
+    outs = out if type(out) is tuple else (out,)
+    recipe = None
+    save = inner
+    if outs[0]._device.checkpointing is BALANCED:
+        save = _balanced_ref
+        if op in checkpoint.MEMORY_BOUND:
+            recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
+    x = tuple(save(t) if i in keep else None for i, t in enumerate(inputs))
+    saved_out = None
+    if "out" in keep:
+        if type(out) is tuple:
+            saved_out = tuple(inner(o) for o in outs)
+        else:
+            saved_out = recipe or inner(out)
+    step = Step(rule, params, needs, tuple(t._data.shape for t in inputs),
+                tuple(t._dtype for t in inputs), x, saved_out)
+    parents = tuple(t._node if n else None for t, n in zip(inputs, needs))
+    outs[0]._node = Node(parents, step, False, op, outs[0]._data.shape, recipe)
+
+
+def _balanced_ref(t):
+    return checkpoint.value_ref(t, inner)
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient back to ``shape``."""
+    if g._data.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(axes).reshape(shape)
+
+
+def _collect(root):
+    """Every node reachable from ``root``; refuses a consumed one before touching anything."""
+    seen = {id(root)}
+    nodes = [root]
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.consumed:
+            which = "the root" if n is root else "an intermediate"
+            raise GraphConsumedError(
+                f"backward: {which} {n.describe()} was already consumed by an earlier backward(); "
+                "each graph runs backward once (no retain_graph): add the losses first and call "
+                "backward() once, or run the forward again. Nothing was consumed.")
+        for p in n.parents:
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                nodes.append(p)
+                stack.append(p)
+    return nodes
+
+
+def backward(root_tensor):
+    """Gradients of ``root_tensor`` (seeded with ones) for every marked leaf it depends on."""
+    root = root_tensor._node
+    if root is None:
+        raise NotTrackedError(
+            "backward: the tensor is not tracked: no input of the computation requires a gradient. "
+            "Call .autodiff().require_grad() on the source leaf (e.g. w = w.autodiff().require_grad()) "
+            "before computing the loss.")
+    nodes = _collect(root)
+    nodes.sort(key=lambda n: n.order, reverse=True)
+    from ember.creation import ones
+    seed = ones(root_tensor.shape, dtype=root_tensor.dtype, device=root_tensor.device.base())
+    grads = {id(root): seed}
+    out = Gradients()
+    recompute = checkpoint.Recompute([n.step for n in nodes if n.step is not None])
+    for n in nodes:
+        g = grads.pop(id(n), None)
+        if n.leaf:
+            if g is not None:
+                out._grads[n] = g.contiguous()
+            continue
+        step = n.step
+        n.step = None          # consume: saved tensors and recipes are released with the step
+        n.recipe = None
+        n.consumed = True
+        saved = checkpoint._saved(step)
+        if g is not None:
+            recompute.resolve(step)
+            grads_in = step.rule.backward(step, g)
+            for p, gi, shape in zip(n.parents, grads_in, step.shapes):
+                if p is None or gi is None:
+                    continue
+                gi = sum_to(gi, shape)
+                prev = grads.get(id(p))
+                grads[id(p)] = gi if prev is None else prev + gi
+        recompute.done(saved)
+    return out
+
+
+class Gradients:
+    """The gradients of one backward pass, looked up with ``t.grad(grads)``."""
+
+    __slots__ = ("_grads",)
+
+    def __init__(self):
+        self._grads = {}
+
+    def __len__(self):
+        return len(self._grads)
+
+    def __repr__(self):
+        return f"Gradients({len(self._grads)} tensors)"
+
+
+dispatch.record = record

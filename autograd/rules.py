@@ -1,0 +1,294 @@
+"""Gradient rules: one entry per differentiable primitive of the IR.
+
+An entry is ``Rule(deps, backward)``.  ``deps[i]`` lists what the gradient of
+input ``i`` reads: input indices, or ``"out"`` for the op's result; a step
+saves only what the inputs that take a gradient read (Burn saves ``mul``'s
+other operand only when this one is tracked).  Inputs past the end of ``deps`` read nothing.  ``backward(s, g)`` gets the
+step (``s.x`` saved inputs, ``s.out``, ``s.params``, ``s.needs``, ``s.shapes``,
+``s.dtypes``) and the output gradient, and returns one gradient per input,
+``None`` where there is none.  Rules are written with tensor ops on tensors
+without autodiff, so they run on every device, and return gradients in the
+shape of the op's output: the walk sums them back to broadcast inputs.
+"""
+import math
+from typing import Callable, NamedTuple
+
+from ember.ir import Op
+
+
+class Rule(NamedTuple):
+    deps: tuple
+    backward: Callable
+
+
+def _zeros(shape, like):
+    from ember.creation import zeros
+    return zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def unary(deps, fn):
+    return Rule((deps,), lambda s, g: (fn(s, g),))
+
+
+def _no_grad(s, g):
+    return _zeros(g.shape, g)
+
+
+def _if(need, fn):
+    return fn() if need else None
+
+
+# --- elementwise helpers -----------------------------------------------------------
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _sqrt(s, g):
+    # d sqrt(x) = 1 / (2 sqrt(x)); at x = 0 the slope is +inf: give inf where g != 0, 0 where g == 0
+    return (g * 0.5 / s.out).mask_fill(g == 0, 0)
+
+
+def _gelu(s, g):
+    x = s.x[0]
+    cdf = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+    pdf = (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+def _silu(s, g):
+    x = s.x[0]
+    sig = x.sigmoid()
+    return g * sig * (x * (1 - sig) + 1)
+
+
+def _pow(s, g):
+    a, b = s.x
+    ga = _if(s.needs[0], lambda: (g * b * a.pow(b - 1)).mask_fill(b == 0, 0))
+    gb = _if(s.needs[1], lambda: (g * s.out * a.log()).mask_fill(a == 0, 0))
+    return ga, gb
+
+
+def _extremum(larger):
+    # maximum/minimum: the winning input takes the gradient; ties split it evenly (PyTorch)
+    def backward(s, g):
+        a, b = s.x
+        share_a = ((a > b) if larger else (a < b)).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
+        return _if(s.needs[0], lambda: g * share_a), _if(s.needs[1], lambda: g * (1 - share_a))
+    return backward
+
+
+def _clamp(s, g):
+    x, lo, hi = s.x
+    below = x < lo
+    above = (x > hi) & ~below    # the forward tests the lower bound first
+    return (g.mask_fill(below | above, 0),
+            _if(s.needs[1], lambda: g.mask_fill(~below, 0)),
+            _if(s.needs[2], lambda: g.mask_fill(~above, 0)))
+
+
+def _where(s, g):
+    cond = s.x[0]
+    return None, _if(s.needs[1], lambda: g.mask_fill(~cond, 0)), _if(s.needs[2], lambda: g.mask_fill(cond, 0))
+
+
+# --- reductions and scans ----------------------------------------------------------------
+def _keepdims(g, shape, axes):
+    return g.reshape(tuple(1 if d in axes else n for d, n in enumerate(shape)))
+
+
+def _sum(s, g):
+    return (_keepdims(g, s.shapes[0], s.params["axes"]).expand(s.shapes[0]),)
+
+
+def _max_min(s, g):
+    # the gradient goes to the entries equal to the result, split evenly among ties
+    shape, axes = s.shapes[0], s.params["axes"]
+    hit = (s.x[0] == _keepdims(s.out, shape, axes)).cast(g.dtype)
+    return (hit * _keepdims(g, shape, axes) / hit.sum(axes, keepdim=True),)
+
+
+def _others_product(x, axis):
+    """prod of every other entry along ``axis``, without dividing (zero-safe)."""
+    from ember.creation import cat, ones
+    n = x.shape[axis]
+    one = ones(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype, device=x.device)
+    before = cat([one, x.narrow(axis, 0, n - 1).cumprod(axis)], axis)
+    xf = x.flip(axis)
+    after = cat([one, xf.narrow(axis, 0, n - 1).cumprod(axis)], axis).flip(axis)
+    return before * after
+
+
+def _prod(s, g):
+    x, shape, axes = s.x[0], s.shapes[0], s.params["axes"]
+    if not axes or x.numel() == 0:
+        return (_keepdims(g, shape, axes).expand(shape),)
+    kept = [d for d in range(len(shape)) if d not in axes]
+    perm = kept + list(axes)
+    moved = x.permute(perm)
+    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    others = _others_product(flat, len(kept)).reshape(moved.shape)
+    inverse = [perm.index(d) for d in range(len(shape))]
+    return (others.permute(inverse) * _keepdims(g, shape, axes),)
+
+
+def _cumsum(s, g):
+    axis = s.params["axis"]
+    return (g.flip(axis).cumsum(axis).flip(axis),)
+
+
+def _cumprod(s, g):
+    # d out_i / d x_j = prod_{k <= i, k != j} x_k  for i >= j
+    x, axis = s.x[0], s.params["axis"]
+    n = x.shape[axis]
+    if n == 0:
+        return (g,)
+    if not (x == 0).any().item():
+        return ((g * s.out).flip(axis).cumsum(axis).flip(axis) / x,)
+    from ember.creation import arange, cat, ones
+    # zero-safe O(n^2): row j of m holds x with entries k <= j replaced by 1
+    xm = x.transpose(axis, -1).unsqueeze(-2)                       # (..., 1, n)
+    k = arange(n, device=x.device)
+    upto = k.unsqueeze(-1) >= k                                    # (n, n): k <= j
+    m = xm.expand(xm.shape[:-2] + (n, n)).mask_fill(upto, 1).cumprod(-1)   # prod_{j<k<=i} x_k
+    one = ones(xm.shape[:-2] + (1,), dtype=x.dtype, device=x.device)
+    xt = x.transpose(axis, -1)
+    before = cat([one, xt.narrow(-1, 0, n - 1).cumprod(-1)], -1)  # prod_{k<j} x_k
+    gt = g.transpose(axis, -1).unsqueeze(-2)                      # (..., 1, n): g_i
+    below_diag = k.unsqueeze(-1) > k                               # i < j: no contribution
+    inner_sum = (m * gt).mask_fill(below_diag, 0).sum(-1)          # sum_{i >= j}
+    return ((before * inner_sum).transpose(axis, -1),)
+
+
+# --- linear algebra, sorting, indexing --------------------------------------------------------
+def _matmul(s, g):
+    # 1-D operands act as matrices (numpy): add their unit dim to g, drop it from their gradient
+    a, b = s.x
+    a_vec, b_vec = len(s.shapes[0]) == 1, len(s.shapes[1]) == 1
+    if b_vec:
+        g = g.unsqueeze(-1)
+    if a_vec:
+        g = g.unsqueeze(-2)
+    ga = gb = None
+    if s.needs[0]:
+        ga = g @ (b.unsqueeze(-1) if b_vec else b).transpose()
+        ga = ga.squeeze(-2) if a_vec else ga
+    if s.needs[1]:
+        gb = (a.unsqueeze(-2) if a_vec else a).transpose() @ g
+        gb = gb.squeeze(-1) if b_vec else gb
+    return ga, gb
+
+
+def _scatter_back(s, g, index):
+    return _zeros(s.shapes[0], g).scatter(s.params["axis"], index, g, reduce="add")
+
+
+def _sorted(s, g):
+    return (_scatter_back(s, g, s.out[1]),)
+
+
+def _gather(s, g):
+    return _scatter_back(s, g, s.x[1]), None
+
+
+def _scatter(s, g):
+    axis, index = s.params["axis"], s.x[1]
+    if s.params["reduce"] == "add":
+        gx = g
+    else:  # assigned entries take no gradient from the original tensor
+        gx = _if(s.needs[0], lambda: g.scatter(axis, index, 0, reduce="assign"))
+    return gx, None, _if(s.needs[2], lambda: g.gather(axis, index))
+
+
+def _index_select(s, g):
+    axis, idx = s.params["axis"], s.x[1]
+    shape = [1] * g.ndim
+    shape[axis] = idx.shape[0]
+    index = idx.reshape(shape).expand(g.shape)
+    return _scatter_back(s, g, index), None
+
+
+def _permute(s, g):
+    dims = s.params["dims"]
+    return g.permute([dims.index(d) for d in range(len(dims))])
+
+
+def _slice(s, g):
+    return _zeros(s.shapes[0], g).slice_assign(s.params["index"], g)
+
+
+def _slice_assign(s, g):
+    index = s.params["index"]
+    return _if(s.needs[0], lambda: g.slice_assign(index, 0)), _if(s.needs[1], lambda: g[index])
+
+
+def _cat(s, g):
+    axis = s.params["axis"]
+    pieces = g.split([shape[axis] for shape in s.shapes], axis)
+    return tuple(p if need else None for p, need in zip(pieces, s.needs))
+
+
+OUT = "out"
+
+RULES = {
+    # elementwise, one operand
+    Op.CAST: unary((), lambda s, g: g.cast(s.dtypes[0])),
+    Op.NEG: unary((), lambda s, g: -g),
+    Op.ABS: unary((0,), lambda s, g: g * s.x[0].sign()),
+    Op.SIGN: unary((), _no_grad),
+    Op.EXP: unary((OUT,), lambda s, g: g * s.out),
+    Op.LOG: unary((0,), lambda s, g: g / s.x[0]),
+    Op.LOG1P: unary((0,), lambda s, g: g / (s.x[0] + 1)),
+    Op.SQRT: unary((OUT,), _sqrt),
+    Op.RSQRT: unary((OUT,), lambda s, g: g * -0.5 * s.out * s.out * s.out),
+    Op.RECIP: unary((OUT,), lambda s, g: -g * s.out * s.out),
+    Op.SIN: unary((0,), lambda s, g: g * s.x[0].cos()),
+    Op.COS: unary((0,), lambda s, g: -g * s.x[0].sin()),
+    Op.TAN: unary((OUT,), lambda s, g: g * (s.out * s.out + 1)),
+    Op.TANH: unary((OUT,), lambda s, g: g * (1 - s.out * s.out)),
+    Op.SIGMOID: unary((OUT,), lambda s, g: g * s.out * (1 - s.out)),
+    Op.ERF: unary((0,), lambda s, g: g * (s.x[0] * s.x[0] * -1).exp() * _TWO_OVER_SQRT_PI),
+    Op.RELU: unary((0,), lambda s, g: g.mask_fill(s.x[0] <= 0, 0)),
+    Op.GELU: unary((0,), _gelu),
+    Op.SILU: unary((0,), _silu),
+    Op.ROUND: unary((), _no_grad),
+    Op.FLOOR: unary((), _no_grad),
+    Op.CEIL: unary((), _no_grad),
+    Op.TRUNC: unary((), _no_grad),
+    # elementwise, two and three operands
+    Op.ADD: Rule(((), ()), lambda s, g: (g, g)),
+    Op.SUB: Rule(((), ()), lambda s, g: (g, -g)),
+    Op.MUL: Rule(((1,), (0,)), lambda s, g: (_if(s.needs[0], lambda: g * s.x[1]),
+                                           _if(s.needs[1], lambda: g * s.x[0]))),
+    Op.DIV: Rule(((1,), (0, 1)), lambda s, g: (_if(s.needs[0], lambda: g / s.x[1]),
+                                             _if(s.needs[1], lambda: -g * s.x[0] / (s.x[1] * s.x[1])))),
+    Op.FLOORDIV: Rule(((), ()), lambda s, g: (_no_grad(s, g), _no_grad(s, g))),
+    Op.MOD: Rule(((), (0, 1)), lambda s, g: (g, _if(s.needs[1], lambda: -g * (s.x[0] / s.x[1]).floor()))),
+    Op.POW: Rule(((0, 1), (0, 1, OUT)), _pow),
+    Op.MAXIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=True)),
+    Op.MINIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=False)),
+    Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
+    Op.WHERE: Rule(((), (0,), (0,)), _where),
+    # reductions and scans
+    Op.SUM: Rule(((),), _sum),
+    Op.PROD: Rule(((0,),), _prod),
+    Op.MAX: Rule(((0, OUT),), _max_min),
+    Op.MIN: Rule(((0, OUT),), _max_min),
+    Op.CUMSUM: Rule(((),), _cumsum),
+    Op.CUMPROD: Rule(((0, OUT),), _cumprod),
+    # linear algebra, sorting, indexing
+    Op.MATMUL: Rule(((1,), (0,)), _matmul),
+    Op.SORT: Rule(((OUT,),), _sorted),
+    Op.TOPK: Rule(((OUT,),), _sorted),
+    Op.GATHER: Rule(((1,), ()), _gather),
+    Op.SCATTER: Rule(((1,), (), (1,)), _scatter),
+    Op.INDEX_SELECT: Rule(((1,), ()), _index_select),
+    # layout
+    Op.RESHAPE: unary((), lambda s, g: g.reshape(s.shapes[0])),
+    Op.PERMUTE: unary((), _permute),
+    Op.EXPAND: unary((), lambda s, g: g),
+    Op.SLICE: unary((), _slice),
+    Op.FLIP: unary((), lambda s, g: g.flip(s.params["dims"])),
+    Op.CONTIGUOUS: unary((), lambda s, g: g),
+    Op.SLICE_ASSIGN: Rule(((), ()), _slice_assign),
+    Op.CAT: Rule((), _cat),  # variadic; no input's gradient reads anything
+}
