@@ -1,0 +1,1 @@
+"""Ember's benchmarks: ``python -m perf`` times Ember against numpy (and PyTorch when installed)."""
