@@ -45,9 +45,7 @@ class CpuBackend:
 
     # --- elementwise --------------------------------------------------------
     def _elementwise(self, op, *inputs, shape, dtype):
-        out = np.empty(shape, dtype.np)
-        ins = [x if x.shape == shape else np.broadcast_to(x, shape) for x in inputs]
-        return self._launch.elementwise(op.scalar, ins, out)
+        return self._launch.elementwise(op.scalar, inputs, np.empty(shape, dtype.np))
 
     # --- reductions and scans -----------------------------------------------
     def _reduction(self, op, x, *, axes, dtype):
@@ -107,7 +105,7 @@ class CpuBackend:
         if out is x:
             out = self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
         view = out[index]
-        self._launch.elementwise("identity", [np.broadcast_to(values, view.shape)], view)
+        self._launch.elementwise("identity", [values], view)
         return out
 
     def _cat(self, op, *xs, axis, dtype):
@@ -126,8 +124,7 @@ class CpuBackend:
     def _full(self, op, *, shape, value, dtype):
         if shape == ():
             return np.array(value, dtype.np)
-        out = np.empty(shape, dtype.np)
-        return self._launch.elementwise("identity", [np.broadcast_to(np.array(value, dtype.np), shape)], out)
+        return self._launch.elementwise("identity", [np.array(value, dtype.np)], np.empty(shape, dtype.np))
 
     def _arange(self, op, *, start, stop, step, dtype):
         return np.arange(start, stop, step, dtype=dtype.np)

@@ -1,8 +1,8 @@
 """Launching elementwise kernels on numpy arrays: strides, merged dims, threads.
 
-Inputs must already be broadcast to the output's shape (``np.broadcast_to``
-views: stride 0, no copy) and have the dtype the op computes in.  The output
-may itself be a strided view (``slice_assign`` and ``cat`` write through one).
+Inputs must have the dtype the op computes in and shapes that broadcast to the
+output's (broadcasting becomes stride 0, never a copy).  The output may itself
+be a strided view (``slice_assign`` and ``cat`` write through one).
 """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -16,6 +16,7 @@ PARALLEL_MIN = 1 << 16
 
 _TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
 _UNIT = np.ones(1, np.int64)
+_ZERO = np.zeros(1, np.int64)
 _KERNELS = {}  # (arity, op) -> Kernel: a plain dict is the cheapest lookup per call
 _SIZES = {}    # n -> np.array([n]) for small n, saving an allocation per call
 
@@ -68,7 +69,13 @@ def merge_dims(shape, strides_list):
 
 
 def elementwise(op, inputs, out):
-    """out[...] = op(*inputs) elementwise; inputs already broadcast and cast."""
+    """out[...] = op(*inputs) elementwise.
+
+    Inputs have the dtype the op computes in and shapes that broadcast to
+    ``out.shape``.  Contiguous inputs of the output's shape and one-element
+    inputs (scalars: stride 0) take the flat fast path; anything else is
+    described by strides.
+    """
     n = out.size
     if n == 0:
         return out
@@ -76,19 +83,24 @@ def elementwise(op, inputs, out):
     if k is None:
         k = _KERNELS[len(inputs), op] = kernel(_TEMPLATES[len(inputs)], op)
     fn = k.parallel if n >= PARALLEL_MIN else k.serial
+    shape = out.shape
     if out.flags.c_contiguous:
         args = []
         for x in inputs:
-            if not x.flags.c_contiguous:
+            if x.size == 1:
+                args += (x.reshape(1), 0, _ZERO)
+            elif x.shape == shape and x.flags.c_contiguous:
+                args += (x if x.ndim == 1 else x.reshape(-1), 0, _UNIT)
+            else:
                 break
-            args += (x if x.ndim == 1 else x.reshape(-1), 0, _UNIT)
         else:
             fn(*args, out if out.ndim == 1 else out.reshape(-1), 0, _UNIT, _size_array(n))
             return out
-    ops = [operand(x) for x in inputs] + [operand(out)]
-    shape, strides = merge_dims(out.shape, [o[2] for o in ops])
+    ops = [operand(x if x.shape == shape else np.broadcast_to(x, shape)) for x in inputs]
+    ops.append(operand(out))
+    merged, strides = merge_dims(shape, [o[2] for o in ops])
     args = []
     for (buf, off, _), st in zip(ops, strides):
         args += (buf, off, np.array(st, np.int64))
-    fn(*args, np.array(shape, np.int64))
+    fn(*args, np.array(merged, np.int64))
     return out

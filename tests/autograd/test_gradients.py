@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ember
-from gradcheck import (apart_from, around_bounds, case, check_case, distinct, dividend_of, f32,
+from .gradcheck import (apart_from, around_bounds, case, check_case, distinct, dividend_of, f32,
                        fixed, gradients, nonzero, normal, off_half, off_integer, plain, positive,
                        uniform, untracked, with_zeros)
 
