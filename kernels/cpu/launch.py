@@ -7,6 +7,7 @@ be a strided view (``slice_assign`` and ``cat`` write through one).
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .. import scalar
 from . import elementwise
 from .builder import kernel
 
@@ -17,8 +18,15 @@ PARALLEL_MIN = 1 << 16
 _TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
 _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)
-_KERNELS = {}  # (arity, op) -> Kernel: a plain dict is the cheapest lookup per call
+_KERNELS = {}  # (arity, op, out dtype) -> Kernel: a plain dict is the cheapest lookup per call
 _SIZES = {}    # n -> np.array([n]) for small n, saving an allocation per call
+
+
+def _variant(op, dtype):
+    """``op`` or its float32 twin (``exp_f32``), which computes in float32 and vectorises wider."""
+    if dtype == np.float32 and hasattr(scalar, op + "_f32"):
+        return op + "_f32"
+    return op
 
 
 def _size_array(n):
@@ -79,9 +87,10 @@ def elementwise(op, inputs, out):
     n = out.size
     if n == 0:
         return out
-    k = _KERNELS.get((len(inputs), op))
+    key = (len(inputs), op, out.dtype.char)
+    k = _KERNELS.get(key)
     if k is None:
-        k = _KERNELS[len(inputs), op] = kernel(_TEMPLATES[len(inputs)], op)
+        k = _KERNELS[key] = kernel(_TEMPLATES[len(inputs)], _variant(op, out.dtype))
     fn = k.parallel if n >= PARALLEL_MIN else k.serial
     shape = out.shape
     if out.flags.c_contiguous:
