@@ -91,11 +91,20 @@ def record(op, inputs, params, out):
     rule = RULES.get(op)
     if rule is None:
         raise TypeError(f"{dispatch.op_name(op)}: has no gradient rule")
-    needs = tuple(t._node is not None and t._dtype.kind is dt.Float for t in inputs)
-    keep = set()
-    for i, need in enumerate(needs):
-        if need and i < len(rule.deps):
-            keep.update(rule.deps[i])
+    deps = rule.deps
+    needs = []
+    parents = []
+    keep = ()
+    for i, t in enumerate(inputs):
+        node = t._node
+        if node is not None and t._dtype.kind is dt.Float:
+            needs.append(True)
+            parents.append(node)
+            if i < len(deps):
+                keep += deps[i]
+        else:
+            needs.append(False)
+            parents.append(None)
     outs = out if type(out) is tuple else (out,)
     recipe = None
     save = inner
@@ -103,16 +112,18 @@ def record(op, inputs, params, out):
         save = _balanced_ref
         if op in checkpoint.MEMORY_BOUND:
             recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
-    x = tuple(save(t) if i in keep else None for i, t in enumerate(inputs))
+    if keep:
+        x = tuple(save(t) if i in keep else None for i, t in enumerate(inputs))
+    else:
+        x = (None,) * len(inputs)
     saved_out = None
     if "out" in keep:
         if type(out) is tuple:
             saved_out = tuple(inner(o) for o in outs)
         else:
             saved_out = recipe or inner(out)
-    step = Step(rule, params, needs, tuple(t._data.shape for t in inputs),
-                tuple(t._dtype for t in inputs), x, saved_out)
-    parents = tuple(t._node if n else None for t, n in zip(inputs, needs))
+    step = Step(rule, params, needs, [t._data.shape for t in inputs],
+                [t._dtype for t in inputs], x, saved_out)
     outs[0]._node = Node(parents, step, False, op, outs[0]._data.shape, recipe)
 
 

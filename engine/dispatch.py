@@ -46,7 +46,7 @@ def same_device(name, tensors):
 
 
 def broadcast_shapes(name, *shapes):
-    """numpy broadcasting; ValueError naming the op and the shapes."""
+    """numpy broadcasting; ValueError naming the op (a name or an ``Op``) and the shapes."""
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for s in shapes:
@@ -56,6 +56,7 @@ def broadcast_shapes(name, *shapes):
             if o == 1:
                 out[off + i] = n
             elif n != 1 and n != o:
+                name = op_name(name) if isinstance(name, Op) else name
                 raise ValueError(f"{name}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
                                  f"cannot be broadcast together")
     return tuple(out)
@@ -123,7 +124,7 @@ def elementwise(op, *args):
     shape = first._data.shape
     for t in tensors[1:]:
         if t._data.shape != shape:
-            shape = broadcast_shapes(op_name(op), *(t._data.shape for t in tensors))
+            shape = broadcast_shapes(op, *(t._data.shape for t in tensors))
             break
     inputs = [cast(a, dtype) if isinstance(a, _tensor_cls) else constant(a, first._device, dtype)
               for a in args]
