@@ -13,6 +13,7 @@ from .dtypes import (Bool, DType, Float, Int, Kind, bool_, float32, float64, int
                      int64, uint8)
 from .ir import Op
 from .tensor import Tensor
+from .benchmark import benchmark, synchronize  # timing helpers (perf/, README "Performance regression scripts")
 
 
 def __getattr__(name):
@@ -20,6 +21,9 @@ def __getattr__(name):
     if name in ("Gradients", "AutodiffError", "NotTrackedError", "GraphConsumedError"):
         from .autograd import graph
         return getattr(graph, name)
+    if name in ("nn", "optim"):
+        import importlib
+        return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 __version__ = "0.1.0"
@@ -30,5 +34,5 @@ __all__ = [
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
-    "cat", "stack", "where", "softmax", "log_softmax", "random",
+    "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim",
 ]

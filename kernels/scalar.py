@@ -221,7 +221,7 @@ def erf(a):
 
 
 def relu(a):
-    return a if a > 0 else a * 0  # keeps NaN, gives +0
+    return a if (a > 0 or a != a) else 0.0  # keeps NaN; -0.0 and -inf give +0
 
 
 def gelu(a):

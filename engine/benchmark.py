@@ -1,0 +1,304 @@
+"""Timing Ember code: ``ember.benchmark(fn)`` and ``ember.synchronize(device)``.
+
+>>> r = ember.benchmark(lambda: a + b)            # a, b: tensors built once, outside fn
+>>> r.median, r.iqr, r.n                           # seconds per call, spread, sample count
+>>> print(r)                                       # 1.23 ms (IQR 0.04 ms, 21 samples x 8 calls)
+
+How one benchmark runs:
+
+1. warm-up: ``fn`` is called ``warmup`` times (at least once).  The first call compiles the
+   Numba kernels it uses (or loads them from the disk cache); its time is reported as
+   ``first_call_s`` and never enters the samples.
+2. calibration: the number of calls per sample grows until a sample lasts at least
+   ``min_time`` seconds, and never less than 10,000 ticks of the clock
+   (``time.get_clock_info("perf_counter").resolution``), so the timer's resolution is
+   irrelevant even for a one-element op.
+3. sampling: ``repeat`` samples (fewer when ``max_time`` runs out, never fewer than 3), each
+   timed with the garbage collector off and with ``synchronize(device)`` before the clock
+   starts and before it stops, so work queued on an asynchronous device is counted in full.
+   A sample is the time of its loop divided by its number of calls.
+
+``setup``, when given, is called (untimed) once per call of ``fn`` and its result passed to
+``fn``: for work that consumes its input, such as ``loss.backward()``.
+
+This module imports only the standard library (``import ember`` stays fast).
+"""
+import datetime
+import functools
+import gc
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+CLOCK_TICKS_PER_SAMPLE = 10_000
+MIN_SAMPLES = 3
+
+
+def synchronize(device=None):
+    """Wait until every op queued on ``device`` (default: the default device) has finished.
+
+    A no-op on the CPU, whose ops run eagerly.  ``device`` is a ``Device``, ``"cpu"``,
+    ``"cuda"``, ``"cuda:1"`` or None; an unavailable device raises ``ember.DeviceError``.
+    """
+    from .device import parse
+
+    d = parse(device)
+    if d.type == "cpu":
+        return
+    sync = getattr(d.backend, "synchronize", None)  # asynchronous backends provide it
+    if sync is not None:
+        sync(d)
+
+
+def clock_resolution():
+    return time.get_clock_info("perf_counter").resolution
+
+
+# --- statistics ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Summary:
+    """Order statistics of a list of samples (quartiles interpolated linearly, as numpy does)."""
+    median: float
+    min: float
+    max: float
+    q1: float
+    q3: float
+    iqr: float
+    mean: float
+    stdev: float
+    n: int
+
+
+def summarize(samples):
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("summarize: no samples")
+    if len(xs) == 1:
+        q1 = q3 = xs[0]
+    else:
+        q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    return Summary(median=statistics.median(xs), min=xs[0], max=xs[-1], q1=q1, q3=q3,
+                   iqr=q3 - q1, mean=statistics.fmean(xs),
+                   stdev=statistics.stdev(xs) if len(xs) > 1 else 0.0, n=len(xs))
+
+
+# --- the machine -----------------------------------------------------------------------------
+def _version(dist):
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit():
+    """HEAD of the checkout Ember is imported from (``+dirty`` with local changes), or None."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        run = functools.partial(subprocess.run, cwd=root, capture_output=True, text=True, timeout=10)
+        commit = run(["git", "rev-parse", "HEAD"]).stdout.strip()
+        dirty = run(["git", "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (commit + ("+dirty" if dirty else "")) if commit else None
+
+
+def _blas():
+    np = sys.modules.get("numpy")
+    try:
+        deps = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{deps.get('name')} {deps.get('version')}"
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _static_environment():
+    return {
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "ember": getattr(sys.modules.get("ember"), "__version__", None),
+        "numpy": _version("numpy"),
+        "numpy_blas": _blas(),
+        "numba": _version("numba"),
+        "torch": _version("torch"),
+        "git_commit": git_commit(),
+    }
+
+
+def environment():
+    """Where and with what a measurement was taken (call it after the timed code ran: the
+    Numba threading layer is only known once a parallel kernel has run)."""
+    numba = sys.modules.get("numba")
+    layer = threads = None
+    if numba is not None:
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # no parallel kernel ran yet
+            pass
+        threads = numba.get_num_threads()
+    env = dict(_static_environment())
+    env.update({
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "numba_threading_layer": layer,
+        "numba_threads": threads,
+        "env": {k: v for k, v in sorted(os.environ.items())
+                if k.startswith(("OPENBLAS_", "OMP_", "MKL_", "NUMBA_", "EMBER_"))},
+        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "clock_resolution_s": clock_resolution(),
+    })
+    return env
+
+
+# --- timing ----------------------------------------------------------------------------------
+class Timer:
+    """Times calls of ``fn`` (``fn()``, or ``fn(setup())`` when ``setup`` is given)."""
+
+    def __init__(self, fn, setup=None, device=None):
+        self.fn = fn
+        self.setup = setup
+        self.device = device
+
+    def run(self, number):
+        """Seconds taken by ``number`` calls, synchronised, with the garbage collector off."""
+        fn = self.fn
+        inputs = [self.setup() for _ in range(number)] if self.setup is not None else None
+        synchronize(self.device)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            if inputs is None:
+                for _ in range(number):
+                    fn()
+            else:
+                for x in inputs:
+                    fn(x)
+            synchronize(self.device)
+            return time.perf_counter() - start
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def calibrate(self, min_time, last=None):
+        """Calls per sample so that a sample lasts ``min_time`` (``last``: a warm call's time)."""
+        number = 1
+        t = last
+        while t is None or t < min_time:
+            if t is not None:
+                number = max(number + 1, int(number * min(10.0, 1.2 * min_time / max(t, 1e-9))))
+            t = self.run(number)
+        return number
+
+
+@dataclass
+class BenchmarkResult:
+    """Seconds per call of one benchmarked function, and where they were measured."""
+    name: str
+    samples: list              # seconds per call, one per sample, in the order taken
+    number: int                # calls per sample
+    warmup: int
+    first_call_s: float        # the first warm-up call: compilation or cache loading included
+    device: str
+    environment: dict = field(repr=False)
+    median: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+    q1: float = 0.0
+    q3: float = 0.0
+    iqr: float = 0.0
+    mean: float = 0.0
+    stdev: float = 0.0
+    n: int = 0                 # sample count
+
+    def __post_init__(self):
+        for k, v in asdict(summarize(self.samples)).items():
+            setattr(self, k, v)
+
+    def to_dict(self):
+        return asdict(self)
+
+    def __str__(self):
+        return (f"{self.name}: {format_seconds(self.median)} (IQR {format_seconds(self.iqr)}, "
+                f"{self.n} samples x {self.number} calls, first call {format_seconds(self.first_call_s)})")
+
+
+def format_seconds(t):
+    if t is None or (isinstance(t, float) and math.isnan(t)):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.3g} {unit}" if t / scale < 100 else f"{t / scale:.0f} {unit}"
+    return f"{t * 1e9:.0f} ns"
+
+
+def benchmark_many(fns, *, warmup=2, repeat=21, min_time=0.01, max_time=None, device=None,
+                   number=None):
+    """Benchmarks several functions, their samples interleaved (a drift of the machine hits
+    them alike).  ``fns``: name -> callable or ``Timer``.  Returns name -> BenchmarkResult."""
+    from .device import parse
+
+    dev = parse(device)
+    timers = {name: f if isinstance(f, Timer) else Timer(f, device=dev) for name, f in fns.items()}
+    target = max(min_time, CLOCK_TICKS_PER_SAMPLE * clock_resolution())
+    first, number, fixed = {}, {}, number
+    for name, timer in timers.items():
+        first[name] = timer.run(1)            # compiles (or loads) the kernels
+        last = None
+        for _ in range(warmup - 1):
+            last = timer.run(1)
+        number[name] = fixed or timer.calibrate(target, last)
+    samples = {name: [] for name in timers}
+    start = time.perf_counter()
+    for i in range(repeat):
+        if max_time is not None and i >= MIN_SAMPLES and time.perf_counter() - start > max_time:
+            break
+        for name, timer in timers.items():
+            samples[name].append(timer.run(number[name]) / number[name])
+    env = environment()
+    dev_name = dev.type if dev.type == "cpu" else f"{dev.type}:{dev.index}"
+    return {name: BenchmarkResult(name, samples[name], number[name], max(warmup, 1), first[name],
+                                  dev_name, env) for name in timers}
+
+
+def benchmark(fn, *, warmup=2, repeat=21, min_time=0.01, max_time=None, device=None, setup=None,
+              number=None, name=None):
+    """Time ``fn`` (seconds per call) after warm-up; see the module docstring.
+
+    warmup:   calls before timing (at least 1; the first compiles the kernels and is reported
+              as ``first_call_s``).
+    repeat:   samples to take.
+    min_time: shortest sample, in seconds (raised to 10,000 clock ticks if that is longer).
+    max_time: stop sampling after this many seconds (keeping at least 3 samples).
+    device:   device synchronised around each sample (default: the default device).
+    setup:    called untimed before each call; ``fn(setup())`` is timed.
+    number:   calls per sample, instead of calibrating it from ``min_time``.
+
+    Returns a ``BenchmarkResult`` with ``median``, ``min``, ``max``, ``q1``, ``q3``, ``iqr``,
+    ``mean``, ``stdev``, ``n`` (samples), ``samples``, ``number`` (calls per sample),
+    ``first_call_s`` and ``environment``.
+    """
+    name = name or getattr(fn, "__name__", "fn")
+    timer = Timer(fn, setup=setup, device=device)
+    return benchmark_many({name: timer}, warmup=warmup, repeat=repeat, min_time=min_time,
+                          max_time=max_time, device=device, number=number)[name]

@@ -1,0 +1,192 @@
+"""Optimizers: SGD, Adam and AdamW with PyTorch's update rules.
+
+An optimizer holds a list of parameters (marked float leaves) and one state per
+parameter position.  ``params = opt.step(grads)`` reads each parameter's
+gradient from ``grads`` (the ``Gradients`` of one ``backward()``) and returns
+the updated parameters as new marked leaves, in the same order; ``opt.params``
+always holds the latest.  Tensors are values, so the old parameters keep their
+values: a graph that still reads them stays valid.  A parameter without a
+gradient in ``grads`` is returned as it is, and its state does not advance.
+
+Each update is one fused Numba kernel per parameter (``ember.kernels.cpu.optim``):
+a single pass over parameter, gradient and state, not a chain of tensor ops.
+
+>>> w = ember.tensor([1.0, -2.0]).autodiff().require_grad()
+>>> opt = ember.optim.SGD([w], lr=0.1)
+>>> (w,) = opt.step((w * w).sum().backward())
+>>> w
+tensor([ 0.8, -1.6], dtype=float32)
+"""
+
+import numpy as np
+
+from . import dispatch
+from . import dtypes as dt
+from .ir import Op
+from .tensor import Tensor
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+
+
+def _kernels():
+    from ember.kernels.cpu import optim   # Numba loads when the first step runs
+    return optim
+
+
+class Optimizer:
+    """The shared part: parameters, per-position state, the ``step`` contract."""
+
+    def __init__(self, params):
+        name = type(self).__name__
+        if isinstance(params, Tensor):
+            raise TypeError(f"{name}: params must be a list of tensors, got a single tensor; "
+                            f"use {name}([w], ...)")
+        params = list(params)
+        if not params:
+            raise ValueError(f"{name}: got an empty parameter list")
+        seen = set()
+        for i, p in enumerate(params):
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{name}: parameter {i} must be a tensor, got {type(p).__name__}")
+            if p.kind is not dt.Float or p.is_quantized:
+                raise TypeError(f"{name}: parameter {i} must be a Float tensor, got {p.dtype.name}")
+            if not p.is_require_grad():
+                raise ValueError(f"{name}: parameter {i} (shape {p.shape}) is not a marked leaf; "
+                                 "call .autodiff().require_grad() on it first")
+            if id(p._node) in seen:
+                raise ValueError(f"{name}: parameter {i} appears more than once")
+            seen.add(id(p._node))
+        self._params = params
+        self._state = [{} for _ in params]
+
+    @property
+    def params(self):
+        """The latest parameters (a new list; the tensors are the ones ``step`` returned)."""
+        return list(self._params)
+
+    def state(self, i):
+        """Parameter ``i``'s state as tensors without autodiff (copies), e.g. ``{"step": 3, ...}``."""
+        p = self._params[i]
+        out = {}
+        for key, value in self._state[i].items():
+            if isinstance(value, np.ndarray):
+                data = p.device.backend.execute(Op.FROM_HOST, value.reshape(p.shape).copy())
+                value = dispatch.wrap(data, p.device.base(), p.dtype)
+            out[key] = value
+        return out
+
+    def step(self, grads):
+        """Update every parameter that has a gradient in ``grads``; returns the new parameters."""
+        from ember.autograd.graph import Gradients
+        if not isinstance(grads, Gradients):
+            raise TypeError(f"{type(self).__name__}.step: expected the Gradients of a backward(), "
+                            f"got {type(grads).__name__}")
+        new = []
+        for i, p in enumerate(self._params):
+            g = p.grad(grads)
+            if g is None:
+                new.append(p)
+                continue
+            if g.shape != p.shape:
+                raise ValueError(f"{type(self).__name__}.step: gradient of shape {g.shape} does not "
+                                 f"match parameter {i} of shape {p.shape}")
+            x = np.ascontiguousarray(p.numpy()).reshape(-1)
+            gx = np.ascontiguousarray(g.numpy(), dtype=x.dtype).reshape(-1)
+            out = self._update(self._state[i], x, gx)
+            data = p.device.backend.execute(Op.FROM_HOST, out.reshape(p.shape))
+            new.append(dispatch.wrap(data, p.device, p.dtype).require_grad())
+        self._params = new
+        return list(new)
+
+    def _update(self, state, p, g):
+        """The new flat parameter from flat ``p`` and ``g``; updates ``state`` (numpy arrays)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}({len(self._params)} parameters, lr={self.lr})"
+
+
+def _check(name, what, value, ok):
+    if not ok:
+        raise ValueError(f"{name}: invalid {what}: {value!r}")
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum and weight decay (``torch.optim.SGD``).
+
+    With weight decay ``wd``, momentum ``mu`` and dampening ``tau``, for gradient ``g``::
+
+        g = g + wd * p
+        b = g (first step), else mu * b + (1 - tau) * g      (only when mu != 0)
+        g = g + mu * b (nesterov), else b
+        p = p - lr * g
+    """
+
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0, *, dampening=0.0,
+                 nesterov=False, maximize=False):
+        _check("SGD", "learning rate", lr, lr >= 0)
+        _check("SGD", "momentum", momentum, momentum >= 0)
+        _check("SGD", "weight_decay", weight_decay, weight_decay >= 0)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params)
+        self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
+        self.dampening, self.nesterov, self.maximize = dampening, nesterov, maximize
+
+    def _update(self, state, p, g):
+        buf = state.get("momentum_buffer")
+        first = buf is None and self.momentum != 0
+        if first:
+            buf = state["momentum_buffer"] = np.empty_like(p)
+        return _kernels().sgd(p, g, buf if self.momentum != 0 else None, self.lr, self.momentum,
+                              self.dampening, self.weight_decay, self.nesterov, self.maximize, first)
+
+
+class Adam(Optimizer):
+    """Adam (``torch.optim.Adam``): weight decay is added to the gradient (L2 penalty).
+
+    For step ``t`` and gradient ``g`` (plus ``wd * p`` when ``weight_decay`` is set)::
+
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    ``amsgrad=True`` uses the running maximum of ``v`` in the denominator.
+    """
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *,
+                 amsgrad=False, maximize=False):
+        name = type(self).__name__
+        _check(name, "learning rate", lr, lr >= 0)
+        _check(name, "epsilon", eps, eps >= 0)
+        _check(name, "betas", betas, len(tuple(betas)) == 2 and all(0 <= b < 1 for b in betas))
+        _check(name, "weight_decay", weight_decay, weight_decay >= 0)
+        super().__init__(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
+        self.amsgrad, self.maximize = amsgrad, maximize
+
+    def _update(self, state, p, g):
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = np.zeros_like(p)
+            state["exp_avg_sq"] = np.zeros_like(p)
+            if self.amsgrad:
+                state["max_exp_avg_sq"] = np.zeros_like(p)
+        state["step"] += 1
+        beta1, beta2 = self.betas
+        return _kernels().adam(p, g, state["exp_avg"], state["exp_avg_sq"],
+                               state.get("max_exp_avg_sq") if self.amsgrad else None, state["step"],
+                               self.lr, beta1, beta2, self.eps, self.weight_decay, self._decoupled,
+                               self.maximize)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``torch.optim.AdamW``): ``p = p * (1 - lr * wd)`` first."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, *,
+                 amsgrad=False, maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad=amsgrad, maximize=maximize)
