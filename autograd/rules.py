@@ -80,7 +80,8 @@ def _extremum(larger):
 def _clamp(s, g):
     x, lo, hi = s.x
     below = x < lo
-    above = (x > hi) & ~below    # the forward tests the lower bound first
+    above = (x > hi) | (below & (lo > hi))   # the upper bound wins when the bounds cross
+    below = below & ~above
     return (g.mask_fill(below | above, 0),
             _if(s.needs[1], lambda: g.mask_fill(~below, 0)),
             _if(s.needs[2], lambda: g.mask_fill(~above, 0)))

@@ -99,8 +99,8 @@ class Op(enum.Enum):
     ARGMAX = ("argmax", NUM)
     ARGMIN = ("argmin", NUM)
     # --- scans (params: axis, dtype)
-    CUMSUM = ("cumsum", NUM)
-    CUMPROD = ("cumprod", NUM)
+    CUMSUM = ("cumsum", ANY)
+    CUMPROD = ("cumprod", ANY)
     # --- linear algebra, sorting, indexing
     MATMUL = ("matmul", NUM)
     SORT = ("sort", NUM)

@@ -91,11 +91,9 @@ def minimum(a, b):
 
 
 def clamp(a, lo, hi):
-    if a < lo:
-        return lo
-    if a > hi:
-        return hi
-    return a
+    # min(max(a, lo), hi) as numpy.clip and torch.clamp: hi wins when lo > hi; NaN stays
+    r = lo if a < lo else a
+    return hi if r > hi else r
 
 
 def where(c, a, b):

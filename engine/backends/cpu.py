@@ -93,7 +93,8 @@ class CpuBackend:
         return x[index]
 
     def _flip(self, op, x, *, dims):
-        return x[tuple(slice(None, None, -1) if d in dims else slice(None) for d in range(x.ndim))]
+        flips = tuple(slice(None, None, -1) if d in dims else slice(None) for d in range(x.ndim))
+        return x[flips + (Ellipsis,)]   # the Ellipsis keeps a 0-d result an array
 
     def _contiguous(self, op, x):
         if x.flags.c_contiguous:

@@ -152,7 +152,7 @@ CASES = [
          uniform(4, lo=-1, hi=0), around_bounds(0, None, (3, 4))),
     case("clamp_tensor_max_only", lambda hi, x: x.clamp(max=hi),
          uniform(3, 1, lo=-0.5, hi=0.5), around_bounds(None, 0, (3, 4))),
-    # crossed bounds (lo > hi): Ember's forward gives lo where x < lo, else hi; each output element
+    # crossed bounds (lo > hi): the result is hi everywhere (numpy.clip, torch.clamp); each output element
     # depends on one bound only, so only that bound may take its gradient
     case("clamp_crossed_tensor_bounds", lambda lo, hi, x: x.clamp(lo, hi) * 1.0,
          uniform(2, 3, lo=0.5, hi=1.0), uniform(2, 3, lo=-1.0, hi=-0.5), normal(2, 3)),
