@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-cuda-sim bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+
+# the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
+test-cuda-sim: $(STAMP)
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
 
 bench: $(STAMP)
 	$(BIN)/python -m perf

@@ -5,10 +5,11 @@ kernels compiled once and cached on disk.  ``import ember`` is fast: Numba is
 loaded when the first op runs, and CUDA only when a CUDA device is used.
 """
 from . import random
-from .creation import (arange, cat, empty, empty_like, eye, from_dlpack, from_numpy, full,
+from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, from_dlpack, from_numpy, full,
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
-from .device import CheckpointingStrategy, Device, DeviceError, StrategyError, set_default_device
+from .device import (CheckpointingStrategy, Device, DeviceError, StrategyError, empty_cache,
+                     set_default_device)
 from .dtypes import (Bool, DType, Float, Int, Kind, bool_, float32, float64, int8, int16, int32,
                      int64, uint8)
 from .ir import Op
@@ -35,4 +36,5 @@ __all__ = [
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
     "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim",
+    "from_cuda_array", "empty_cache", "synchronize", "benchmark",
 ]

@@ -73,6 +73,15 @@ def from_dlpack(obj):
     return from_numpy(np.from_dlpack(obj))
 
 
+def from_cuda_array(obj):
+    """A CUDA tensor sharing memory with ``obj`` (a Numba device array or any object with
+    ``__cuda_array_interface__``); a non-contiguous array is copied."""
+    from .backends.cuda import from_cuda_array as share
+    from .device import Device
+    data, index = share(obj)
+    return dispatch.wrap(data, Device.cuda(index), dt.from_numpy(data.dtype))
+
+
 def full(shape, fill_value, dtype=None, device=None):
     shape = layout.creation_shape("full", (shape,) if isinstance(shape, numbers.Integral) else shape)
     if dtype is None:

@@ -42,8 +42,19 @@ class Device:
 
     @classmethod
     def cuda(cls, index=0):
-        raise DeviceError("ember: no CUDA backend in this build of ember; "
-                          "use ember.Device.cpu()")
+        """GPU ``index``; ``DeviceError`` when there is no such CUDA device.
+
+        The first call imports ``numba.cuda`` (never ``import ember``).  Without
+        a GPU, Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` set before
+        Numba is imported) provides one simulated device.
+        """
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise ValueError(f"Device.cuda: index must be a non-negative int, got {index!r}")
+        count = cuda_device_count()
+        if index >= count:
+            raise DeviceError(f"ember: CUDA device {index} does not exist "
+                              f"({count} device{'s' if count != 1 else ''} available)")
+        return Device("cuda", index)
 
     def autodiff(self):
         if self._autodiff:
@@ -68,7 +79,7 @@ class Device:
         b = self._backend
         if b is None:
             from .backends import get_backend
-            b = self._backend = get_backend(self.type)
+            b = self._backend = get_backend(self.type, self.index)
         return b
 
     def __eq__(self, other):
@@ -88,6 +99,34 @@ class Device:
 
 CPU = Device("cpu")
 _default = None
+_cuda_count = None
+
+
+def cuda_device_count():
+    """Number of usable CUDA devices (imports ``numba.cuda`` on the first call).
+
+    Raises ``DeviceError`` when there is none.
+    """
+    global _cuda_count
+    if _cuda_count is None:
+        reason = "numba.cuda.is_available() is False (no NVIDIA GPU or driver found)"
+        try:
+            from numba import config
+            from numba import cuda
+            if config.ENABLE_CUDASIM or cuda.is_available():
+                _cuda_count = len(cuda.gpus)
+            else:
+                _cuda_count = 0
+        except Exception as e:  # a broken CUDA installation
+            reason = f"numba.cuda failed to load ({type(e).__name__}: {e})"
+            _cuda_count = 0
+        if _cuda_count == 0:
+            _cuda_count = reason
+    if isinstance(_cuda_count, str):
+        raise DeviceError(f"ember: no CUDA device is available: {_cuda_count}. Use "
+                          f"ember.Device.cpu(), or set NUMBA_ENABLE_CUDASIM=1 before importing "
+                          f"ember to run CUDA code on Numba's simulator.")
+    return _cuda_count
 
 
 def default_device():
@@ -116,3 +155,20 @@ def parse(device):
         if name == "cuda":
             return Device.cuda(int(idx or 0))
     raise ValueError(f"ember: unknown device {device!r}; use ember.Device.cpu() or 'cpu'")
+
+
+def empty_cache(device=None):
+    """Release the memory that CUDA ``device``'s caching allocator keeps for reuse.
+
+    ``device`` is a Device, ``"cuda"``/``"cuda:1"`` or None (every CUDA device in use).
+    A no-op for the CPU.
+    """
+    if device is not None:
+        d = parse(device)
+        if d.type != "cpu":
+            d.backend.empty_cache()
+        return
+    from .backends import _BACKENDS
+    for key, b in list(_BACKENDS.items()):
+        if key != "cpu":
+            b.empty_cache()

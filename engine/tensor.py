@@ -94,6 +94,13 @@ class Tensor:
     def tolist(self):
         return self.numpy().tolist()
 
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA Array Interface v3 of a CUDA tensor's memory (zero-copy to Numba, CuPy, PyTorch)."""
+        if self._device.type != "cuda":
+            raise AttributeError("__cuda_array_interface__: only CUDA tensors have one")
+        return self._data.__cuda_array_interface__
+
     def __dlpack__(self, *args, **kwargs):
         return self.numpy().__dlpack__(*args, **kwargs)
 

@@ -1,0 +1,51 @@
+"""Tiled shared-memory matmul, batched over broadcast leading dims.
+
+Each block computes a ``TILE x TILE`` tile of one batch's output, staging
+``TILE x TILE`` tiles of ``a`` and ``b`` in shared memory.  Operands are read
+through their strides (a transposed or broadcast operand costs no copy):
+``ast``/``bst`` are the (row, col) strides of the matrices and
+``abst``/``bbst`` the strides of the batch dims ``bshape`` (0 where
+broadcast).  ``DT`` is the dtype of the operands and of the output.
+"""
+from numba import cuda
+
+from .builder import TILE
+
+
+def matmul_tiled(a, ao, ast, abst, b, bo, bst, bbst, out, bshape, m, k, n, nbatch):
+    sa = cuda.shared.array((TILE, TILE), DT)
+    sb = cuda.shared.array((TILE, TILE), DT)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    ntr = (m + TILE - 1) // TILE
+    ntc = (n + TILE - 1) // TILE
+    nd = len(bshape)
+    for z in range(cuda.blockIdx.z, nbatch, cuda.gridDim.z):
+        pa = ao
+        pb = bo
+        rem = z
+        for d in range(nd - 1, -1, -1):
+            c = rem % bshape[d]
+            rem //= bshape[d]
+            pa += c * abst[d]
+            pb += c * bbst[d]
+        for rt in range(cuda.blockIdx.y, ntr, cuda.gridDim.y):
+            row = rt * TILE + ty
+            for ct in range(cuda.blockIdx.x, ntc, cuda.gridDim.x):
+                col = ct * TILE + tx
+                acc = DT(0)
+                for k0 in range(0, k, TILE):
+                    if row < m and k0 + tx < k:
+                        sa[ty, tx] = a[pa + row * ast[0] + (k0 + tx) * ast[1]]
+                    else:
+                        sa[ty, tx] = 0
+                    if col < n and k0 + ty < k:
+                        sb[ty, tx] = b[pb + (k0 + ty) * bst[0] + col * bst[1]]
+                    else:
+                        sb[ty, tx] = 0
+                    cuda.syncthreads()
+                    for q in range(TILE):
+                        acc += sa[ty, q] * sb[q, tx]
+                    cuda.syncthreads()
+                if row < m and col < n:
+                    out[(z * m + row) * n + col] = acc

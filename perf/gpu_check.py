@@ -1,0 +1,80 @@
+"""The one prepared GPU check: run the CUDA test tier, then a few bandwidth benchmarks.
+
+Run on a machine with an NVIDIA GPU (no simulator):
+
+    python perf/gpu_check.py            # tests + benchmarks
+    python perf/gpu_check.py --bench    # benchmarks only
+
+Prints one line per benchmark: op, size, median time and effective bandwidth
+(bytes read + written / time), plus the device-to-host and host-to-device copy
+rates, so a later run on the same GPU can be compared by eye.
+"""
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_tests():
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", os.path.join(ROOT, "tests", "cuda")]
+    print("$", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, env=env, cwd=ROOT)
+
+
+def _time(fn, device, repeat=20):
+    import ember
+    fn()
+    ember.synchronize(device)  # compile + warm up
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ember.synchronize(device)
+        samples.append(time.perf_counter() - t0)
+    samples.sort()
+    return samples[len(samples) // 2]
+
+
+def bench():
+    import numpy as np
+
+    import ember
+    dev = ember.Device.cuda()
+    n = 1 << 24
+    x = ember.tensor(np.random.default_rng(0).uniform(-1, 1, n).astype(np.float32), device=dev)
+    y = x + 1
+    m = ember.ones((2048, 2048), device=dev)
+    item = 4
+    cases = [
+        ("add (x + y)", lambda: x + y, 3 * n * item),
+        ("exp", lambda: x.exp(), 2 * n * item),
+        ("sum (full)", lambda: x.sum(), n * item),
+        ("sum (rows of 4096)", lambda: x.reshape(-1, 4096).sum(dim=1), n * item),
+        ("cumsum (rows of 4096)", lambda: x.reshape(-1, 4096).cumsum(1), 2 * n * item),
+        ("transpose copy", lambda: x.reshape(4096, -1).T.contiguous(), 2 * n * item),
+    ]
+    print(f"device: {dev}  n = {n} float32")
+    for name, fn, nbytes in cases:
+        t = _time(fn, dev)
+        print(f"{name:28s} {t * 1e3:9.3f} ms  {nbytes / t / 1e9:8.1f} GB/s")
+    t = _time(lambda: m @ m, dev, repeat=5)
+    print(f"{'matmul 2048^2 (tiled)':28s} {t * 1e3:9.3f} ms  {2 * 2048 ** 3 / t / 1e12:8.2f} TFLOP/s")
+    host = np.ones(n, np.float32)
+    t = _time(lambda: ember.from_numpy(host).to(dev), dev, repeat=5)
+    print(f"{'host -> device':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
+    t = _time(lambda: x.numpy(), dev, repeat=5)
+    print(f"{'device -> host':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
+    print("allocator:", dev.backend.memory_stats())
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, ROOT)
+    rc = 0
+    if "--bench" not in sys.argv:
+        rc = run_tests()
+    bench()
+    sys.exit(rc)
