@@ -19,7 +19,9 @@ How one benchmark runs:
    A sample is the time of its loop divided by its number of calls.
 
 ``setup``, when given, is called (untimed) once per call of ``fn`` and its result passed to
-``fn``: for work that consumes its input, such as ``loss.backward()``.
+``fn``: for work that consumes its input, such as ``loss.backward()``.  The calls of one sample
+are then capped so that their setups take at most ~0.25 s (samples may be shorter than
+``min_time`` when ``fn`` is much cheaper than ``setup``).
 
 This module imports only the standard library (``import ember`` stays fast).
 """
@@ -37,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 
 CLOCK_TICKS_PER_SAMPLE = 10_000
 MIN_SAMPLES = 3
+SETUP_BUDGET_S = 0.25   # most seconds of untimed setup calls per sample
 
 
 def synchronize(device=None):
@@ -178,11 +181,16 @@ class Timer:
         self.fn = fn
         self.setup = setup
         self.device = device
+        self.setup_s = 0.0    # seconds per setup call, last measured
 
     def run(self, number):
         """Seconds taken by ``number`` calls, synchronised, with the garbage collector off."""
         fn = self.fn
-        inputs = [self.setup() for _ in range(number)] if self.setup is not None else None
+        inputs = None
+        if self.setup is not None:
+            start = time.perf_counter()
+            inputs = [self.setup() for _ in range(number)]
+            self.setup_s = (time.perf_counter() - start) / number
         synchronize(self.device)
         was_enabled = gc.isenabled()
         gc.disable()
@@ -202,11 +210,15 @@ class Timer:
 
     def calibrate(self, min_time, last=None):
         """Calls per sample so that a sample lasts ``min_time`` (``last``: a warm call's time)."""
-        number = 1
-        t = last
+        number, t = 1, last
         while t is None or t < min_time:
             if t is not None:
-                number = max(number + 1, int(number * min(10.0, 1.2 * min_time / max(t, 1e-9))))
+                grown = max(number + 1, int(number * min(10.0, 1.2 * min_time / max(t, 1e-9))))
+                if self.setup is not None:   # the untimed setups must stay affordable
+                    grown = min(grown, max(1, int(SETUP_BUDGET_S / max(self.setup_s, 1e-9))))
+                if grown <= number:
+                    break
+                number = grown
             t = self.run(number)
         return number
 
@@ -261,23 +273,23 @@ def benchmark_many(fns, *, warmup=2, repeat=21, min_time=0.01, max_time=None, de
     dev = parse(device)
     timers = {name: f if isinstance(f, Timer) else Timer(f, device=dev) for name, f in fns.items()}
     target = max(min_time, CLOCK_TICKS_PER_SAMPLE * clock_resolution())
-    first, number, fixed = {}, {}, number
+    first, calls = {}, {}   # per name: the first call's seconds, calls per sample
     for name, timer in timers.items():
         first[name] = timer.run(1)            # compiles (or loads) the kernels
         last = None
         for _ in range(warmup - 1):
             last = timer.run(1)
-        number[name] = fixed or timer.calibrate(target, last)
+        calls[name] = number or timer.calibrate(target, last)
     samples = {name: [] for name in timers}
     start = time.perf_counter()
     for i in range(repeat):
         if max_time is not None and i >= MIN_SAMPLES and time.perf_counter() - start > max_time:
             break
         for name, timer in timers.items():
-            samples[name].append(timer.run(number[name]) / number[name])
+            samples[name].append(timer.run(calls[name]) / calls[name])
     env = environment()
     dev_name = dev.type if dev.type == "cpu" else f"{dev.type}:{dev.index}"
-    return {name: BenchmarkResult(name, samples[name], number[name], max(warmup, 1), first[name],
+    return {name: BenchmarkResult(name, samples[name], calls[name], max(warmup, 1), first[name],
                                   dev_name, env) for name in timers}
 
 

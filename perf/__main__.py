@@ -1,3 +1,3 @@
-from perf.run import main
+from perf.cli import main
 
 raise SystemExit(main())
