@@ -18,6 +18,9 @@ LN2_HI = 0.6931471803691238        # ln 2 split so that k * LN2_HI is exact
 LN2_LO = 1.9082149292705877e-10
 ROUND_MAGIC = 6755399441055744.0    # 1.5 * 2**52: x + M - M rounds x to an integer
 
+# 1/17!, 1/16!, ..., 1/1!: Horner coefficients of expm1(u) / u
+EXPM1_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(17, 0, -1))
+
 # float32 constants (numpy scalars type as float32 inside kernels, so float32
 # math stays float32 and vectorises twice as wide)
 F32 = np.float32
@@ -204,14 +207,44 @@ def tan(a):
     return math.tan(a)
 
 
+def _expm1_small(u):
+    # expm1 by its Taylor series to degree 17, for |u| <= 0.7 (no cancellation, ~1 ulp)
+    c = EXPM1_TAYLOR
+    p = c[0] * u + c[1]
+    p = p * u + c[2]
+    p = p * u + c[3]
+    p = p * u + c[4]
+    p = p * u + c[5]
+    p = p * u + c[6]
+    p = p * u + c[7]
+    p = p * u + c[8]
+    p = p * u + c[9]
+    p = p * u + c[10]
+    p = p * u + c[11]
+    p = p * u + c[12]
+    p = p * u + c[13]
+    p = p * u + c[14]
+    p = p * u + c[15]
+    p = p * u + c[16]
+    return p * u
+
+
 def tanh(a):
-    return math.tanh(a)
+    """tanh in plain arithmetic (vectorises): -expm1(-2|a|) / (2 + expm1(-2|a|)), sign restored.
+
+    Computed in float64 for every input type; within a few ulp of float64 tanh.
+    """
+    u = -2.0 * abs(a)
+    em = _expm1_small(u) if u > -0.7 else exp(u) - 1.0
+    # copysign rather than a three-way branch: random signs would mispredict and stop SIMD;
+    # it also keeps -0.0, and NaN stays NaN
+    return math.copysign(-em / (2.0 + em), a)
 
 
 def sigmoid(a):
     e = exp(-abs(a))            # never overflows
     s = 1 / (1 + e)
-    return s if a >= 0 else (e * s if a < 0 else a)
+    return s if a >= 0 else e * s   # NaN: e and s are NaN already
 
 
 def erf(a):

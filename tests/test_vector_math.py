@@ -52,3 +52,14 @@ def test_sigmoid_error_bound(dtype, bound):
     assert ulp_error(got[ok], want[ok], dtype).max() <= bound
     special = ember.from_numpy(np.array([np.inf, -np.inf, np.nan, 0.0], dtype)).sigmoid().numpy()
     np.testing.assert_array_equal(special, np.array([1.0, 0.0, np.nan, 0.5], dtype))
+
+
+@pytest.mark.parametrize("dtype, bound", [(np.float32, 1), (np.float64, 4)])
+def test_tanh_error_bound(dtype, bound):
+    x = np.concatenate([wide(dtype), np.linspace(-0.5, 0.5, 100_001).astype(dtype)])
+    got = ember.from_numpy(x).tanh().numpy()
+    want = np.tanh(x.astype(np.float64))
+    assert ulp_error(got, want, dtype).max() <= bound
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, -1e-300], dtype)
+    np.testing.assert_array_equal(ember.from_numpy(special).tanh().numpy(), np.tanh(special))
+    assert np.signbit(ember.from_numpy(np.array([-0.0], dtype)).tanh().numpy()[0])

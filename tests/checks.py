@@ -1,0 +1,57 @@
+"""Shared helpers for Ember's Tensor API tests: build tensors from numpy, compare with numpy.
+
+A module of its own (not conftest.py): several test folders have a conftest, and
+``from conftest import`` would pick whichever was imported first.
+"""
+import numpy as np
+
+import ember
+
+# Tolerances used when a test does not give its own: one IEEE operation or so.
+DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
+
+
+def ember_dtype(name):
+    """The Ember dtype named ``name`` ("bool" is ``ember.bool_``)."""
+    return ember.bool_ if name in ("bool", "bool_") else getattr(ember, name)
+
+
+def as_tensor(a):
+    """An Ember tensor holding numpy array ``a`` (zero-copy, keeps shape, dtype and strides).
+
+    ``from_numpy`` rather than ``ember.tensor`` so that a bug in one creation path does not
+    mask every op test (``ember.tensor`` itself is tested in test_tensor_api.py).
+    """
+    return ember.from_numpy(np.asarray(a))
+
+
+def check(t, expected, rtol=None, atol=0.0, dtype=None):
+    """Assert that Ember tensor ``t`` matches numpy ``expected`` in shape, dtype and values.
+
+    ``dtype`` overrides the expected dtype (default: ``expected``'s).  Integers and bools must
+    be equal; floats agree within ``rtol``/``atol`` (NaN matches NaN, infinities must match).
+    """
+    assert isinstance(t, ember.Tensor), f"expected an ember.Tensor, got {type(t).__name__}"
+    expected = np.asarray(expected)
+    want = np.dtype(dtype) if dtype is not None else expected.dtype
+    assert t.shape == expected.shape, f"shape {t.shape} != expected {expected.shape}"
+    assert t.dtype == want, f"dtype {t.dtype} != expected {want}"
+    got = t.numpy()
+    assert isinstance(got, np.ndarray)
+    assert got.dtype == want, f"numpy() dtype {got.dtype} != {want}"
+    assert got.shape == expected.shape
+    if want.kind == "f":
+        if rtol is None:
+            rtol = DEFAULT_RTOL[want]
+        np.testing.assert_allclose(got, expected.astype(want), rtol=rtol, atol=atol,
+                                   equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected.astype(want))
+
+
+def assert_not_numba(excinfo):
+    """The raised exception must be one of Ember's/Python's, never a Numba internal type."""
+    for cls in type(excinfo.value).__mro__:
+        assert not cls.__module__.startswith("numba"), (
+            f"a Numba exception escaped: {type(excinfo.value).__module__}."
+            f"{type(excinfo.value).__name__}: {excinfo.value}")
