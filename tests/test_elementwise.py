@@ -1,0 +1,545 @@
+"""Elementwise ops against numpy, driven by the table in ``op_table.py``.
+
+Every row runs over its dtypes × shapes (0-d, empty, broadcast), over non-contiguous layouts,
+and (for a handful of rows) on both sides of the parallel threshold.  Also here: weak Python
+scalars, dtype promotion between tensors, casts between every pair of dtypes, special values
+(NaN, inf, division by zero, ties) and wrong kinds.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from checks import as_tensor, check, ember_dtype
+from ember.kernels.cpu.launch import PARALLEL_MIN
+from op_table import (CAST_DTYPES, ROWS, ROWS_BY_NAME, cast_source, d_any, d_nonzero,
+                      d_pow_exp, operand_dtypes)
+
+SHAPES = {
+    "0d": (),
+    "empty": (0,),
+    "one": (1,),
+    "vec7": (7,),
+    "empty2d": (3, 0),
+    "mat4x5": (4, 5),
+    "3d": (2, 3, 4),
+}
+
+BROADCAST = {
+    2: {
+        "col_row": ((4, 1), (1, 5)),
+        "vec_mat": ((3,), (2, 3)),
+        "0d_mat": ((), (2, 2)),
+        "mat_0d": ((2, 2), ()),
+        "empty_bcast": ((0, 1), (1, 3)),
+    },
+    3: {
+        "col_row_0d": ((4, 1), (1, 5), ()),
+        "vec_mat_col": ((3,), (2, 3), (2, 1)),
+    },
+}
+
+EXTRA_SHAPES = {"vec7": (7,), "mat4x5": (4, 5)}
+
+# (base shape, view on an ember tensor, the same view on a numpy array)
+LAYOUTS = {
+    "transposed": ((5, 4), lambda t: t.T, lambda a: a.T),
+    "stepped": ((13,), lambda t: t[::2], lambda a: a[::2]),
+    "reversed": ((7,), lambda t: t[::-1], lambda a: a[::-1]),
+    "step_neg_2d": ((5, 7), lambda t: t[::2, ::-3], lambda a: a[::2, ::-3]),
+    "expanded": ((1, 5), lambda t: t.expand(4, 5), lambda a: np.broadcast_to(a, (4, 5))),
+    "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+}
+
+
+def _cases():
+    # Broadcast shapes run at each row's first dtype only: every broadcast operand is a
+    # read-only view, a new Numba signature, and the broadcasting logic is dtype-independent.
+    for row in ROWS:
+        for dtype in row.dtypes:
+            for sid, shape in SHAPES.items():
+                yield pytest.param(row, dtype, (shape,) * row.arity, id=f"{row.name}-{dtype}-{sid}")
+        for bid, shapes in BROADCAST.get(row.arity, {}).items():
+            dtype = row.dtypes[0]
+            yield pytest.param(row, dtype, shapes, id=f"{row.name}-{dtype}-{bid}")
+        for dtype in row.extra_dtypes:
+            for sid, shape in EXTRA_SHAPES.items():
+                yield pytest.param(row, dtype, (shape,) * row.arity, id=f"{row.name}-{dtype}-{sid}")
+
+
+def make_inputs(row, dtype, shapes, rng):
+    return [np.asarray(dom(rng, shape, dt))
+            for dom, shape, dt in zip(row.domain, shapes, operand_dtypes(row, dtype))]
+
+
+def run_row(row, dtype, arrays, views=None):
+    """Run ``row`` on ``arrays`` (optionally through ember/numpy ``views``) and compare."""
+    before = [a.copy() for a in arrays]
+    tensors = [as_tensor(a) for a in arrays]
+    if views is not None:
+        tview, aview = views
+        tensors = [tview(t) for t in tensors]
+        arrays_in = [aview(a) for a in arrays]
+    else:
+        arrays_in = arrays
+    with np.errstate(all="ignore"):
+        expected = np.asarray(row.ref(*arrays_in))
+    got = row.fn(*tensors)
+    tol = row.tolerance(dtype)
+    rtol, atol = tol if tol else (None, 0.0)
+    check(got, expected, rtol=rtol, atol=atol)
+    for a, b in zip(arrays, before):  # ops never write into their inputs
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("row, dtype, shapes", list(_cases()))
+def test_op(row, dtype, shapes, rng):
+    run_row(row, dtype, make_inputs(row, dtype, shapes, rng))
+
+
+# An expanded (stride-0, read-only) operand is a Numba signature of its own: run it on a few
+# rows only; the stride logic is the same template for every op.
+EXPANDED_ROWS = ("neg", "exp", "is_nan", "add", "lt", "bitwise_and", "logical_and", "where")
+
+
+def _layout_cases():
+    for row in ROWS:
+        for lid in LAYOUTS:
+            if lid == "expanded" and row.name not in EXPANDED_ROWS:
+                continue
+            yield pytest.param(row, row.dtypes[0], lid, id=f"{row.name}-{row.dtypes[0]}-{lid}")
+
+
+@pytest.mark.parametrize("row, dtype, layout", list(_layout_cases()))
+def test_op_non_contiguous(row, dtype, layout, rng):
+    base, tview, aview = LAYOUTS[layout]
+    arrays = make_inputs(row, dtype, (base,) * row.arity, rng)
+    run_row(row, dtype, arrays, (tview, aview))
+
+
+@pytest.mark.parametrize("name", ["add", "lt", "where"])
+def test_op_mixed_layouts(name, rng):
+    """One transposed operand next to a contiguous one, and a reversed one."""
+    row = ROWS_BY_NAME[name]
+    dtype = row.dtypes[0]
+    dts = operand_dtypes(row, dtype)
+    arrays = [np.asarray(dom(rng, (5, 4), dt)) for dom, dt in zip(row.domain, dts)]
+    arrays[0] = np.asarray(row.domain[0](rng, (4, 5), dts[0]))
+    tensors = [as_tensor(a) for a in arrays]
+    tensors[0] = tensors[0].T
+    tensors[-1] = tensors[-1][::-1]
+    views = [arrays[0].T] + arrays[1:-1] + [arrays[-1][::-1]]
+    check(row.fn(*tensors), row.ref(*views))
+
+
+# --- both sides of the parallel threshold -----------------------------------------------
+LARGE = PARALLEL_MIN * 2 + 3  # odd: not a multiple of any chunk size
+SMALL = PARALLEL_MIN - 1
+
+
+@pytest.mark.parametrize("n", [SMALL, LARGE], ids=["below_parallel", "above_parallel"])
+@pytest.mark.parametrize("name, dtype", [
+    ("add", "float32"), ("mul", "int64"), ("exp", "float64"), ("lt", "float32"),
+    ("where", "float32"), ("neg", "int32"),
+], ids=lambda v: str(v))
+def test_op_large(name, dtype, n, rng):
+    row = ROWS_BY_NAME[name]
+    run_row(row, dtype, make_inputs(row, dtype, ((n,),) * row.arity, rng))
+
+
+def test_large_broadcast_and_transposed(rng):
+    """Parallel kernels on broadcast and strided operands."""
+    cols = (PARALLEL_MIN * 2) // 512
+    a = rng.standard_normal((512, 1)).astype(np.float32)
+    b = rng.standard_normal((1, cols)).astype(np.float32)
+    check(as_tensor(a) + as_tensor(b), a + b)
+    m = rng.standard_normal((cols, 512)).astype(np.float32)
+    check(-as_tensor(m).T, -m.T)
+    check(as_tensor(m)[::-1, ::2] * 2.0, m[::-1, ::2] * np.float32(2.0))
+
+
+# --- kinds ----------------------------------------------------------------------------------
+def _reject_cases():
+    for row in ROWS:
+        for dtype in row.rejected():
+            yield pytest.param(row, dtype, id=f"{row.name}-{dtype}")
+
+
+@pytest.mark.parametrize("row, dtype", list(_reject_cases()))
+def test_op_rejects_wrong_kind(row, dtype, rng):
+    arrays = make_inputs(row, dtype, ((3,),) * row.arity, rng)
+    arrays = [np.ones(3, a.dtype) if a.dtype == np.dtype(dtype) else a for a in arrays]
+    tensors = [as_tensor(a) for a in arrays]
+    with pytest.raises(TypeError) as e:
+        row.fn(*tensors)
+    assert type(e.value).__module__.split(".")[0] != "numba"
+
+
+@pytest.mark.parametrize("name", ["eq", "lt", "is_nan", "logical_and"])
+def test_predicates_return_bool_kind(name, rng):
+    row = ROWS_BY_NAME[name]
+    t = row.fn(*[as_tensor(a) for a in make_inputs(row, row.dtypes[0], ((3,),) * row.arity, rng)])
+    assert t.dtype == ember.bool_
+    assert t.kind is ember.Bool
+
+
+# --- Python scalars on either side (weak scalars, docs/decisions.md) ---------------------------
+# Each expression is applied, unchanged, to a numpy array and to an Ember tensor: numpy 2
+# (NEP 50) gives the reference dtype and values.
+SCALAR_EXPRS = {
+    "t+2": (lambda x: x + 2, d_any),
+    "2+t": (lambda x: 2 + x, d_any),
+    "t-1.5": (lambda x: x - 1.5, d_any),
+    "3-t": (lambda x: 3 - x, d_any),
+    "t*0.5": (lambda x: x * 0.5, d_any),
+    "0.5*t": (lambda x: 0.5 * x, d_any),
+    "t*3": (lambda x: x * 3, d_any),
+    "1/t": (lambda x: 1 / x, d_nonzero),
+    "t/2": (lambda x: x / 2, d_any),
+    "t//2": (lambda x: x // 2, d_any),
+    "7//t": (lambda x: 7 // x, d_nonzero),
+    "t%3": (lambda x: x % 3, d_any),
+    "7%t": (lambda x: 7 % x, d_nonzero),
+    "t**2": (lambda x: x ** 2, d_any),
+    "2**t": (lambda x: 2 ** x, d_pow_exp),
+    "t==1": (lambda x: x == 1, d_any),
+    "t!=1": (lambda x: x != 1, d_any),
+    "2<t": (lambda x: 2 < x, d_any),
+    "t>=0.5": (lambda x: x >= 0.5, d_any),
+    "t<=-1": (lambda x: x <= -1, d_any),
+}
+
+
+def _scalar_cases():
+    for key in SCALAR_EXPRS:
+        for dtype in ("float32", "int32"):
+            yield pytest.param(key, dtype, (5,), id=f"{key}-{dtype}")
+    for key in ("t+2", "t*0.5", "1/t", "2<t"):
+        yield pytest.param(key, "float64", (), id=f"{key}-float64-0d")
+        yield pytest.param(key, "int64", (2, 3), id=f"{key}-int64-2d")
+
+
+@pytest.mark.parametrize("key, dtype, shape", list(_scalar_cases()))
+def test_python_scalar_operand(key, dtype, shape, rng):
+    fn, domain = SCALAR_EXPRS[key]
+    a = np.asarray(domain(rng, shape, dtype))
+    with np.errstate(all="ignore"):
+        expected = np.asarray(fn(a))
+    check(fn(as_tensor(a)), expected)
+
+
+@pytest.mark.parametrize("expr, dtype, want", [
+    (lambda x: x + 2, "int32", "int32"),
+    (lambda x: x * 0.5, "float32", "float32"),
+    (lambda x: x * 0.5, "int32", "float64"),
+    (lambda x: 1 / x, "int32", "float64"),
+    (lambda x: x + 1, "float32", "float32"),
+    (lambda x: x + 1, "bool", "int64"),
+    (lambda x: x & True, "bool", "bool"),
+    (lambda x: x | 1, "int32", "int32"),
+    (lambda x: x + 200, "uint8", "uint8"),
+    (lambda x: x * 2, "int8", "int8"),
+    (lambda x: x + 1.5, "int64", "float64"),
+], ids=["int32+2", "f32*0.5", "int32*0.5", "1/int32", "f32+1", "bool+1", "bool&True",
+        "int32|1", "uint8+200", "int8*2", "int64+1.5"])
+def test_weak_scalar_dtype(expr, dtype, want):
+    a = np.ones(4, dtype)
+    t = expr(as_tensor(a))
+    assert t.dtype == ember_dtype(want)
+    check(t, expr(a))
+
+
+# --- promotion between tensors ------------------------------------------------------------
+PROMOTION_PAIRS = [
+    ("int32", "float32"), ("int8", "uint8"), ("bool", "int32"), ("float32", "float64"),
+    ("int32", "int64"), ("uint8", "int32"), ("int8", "float32"), ("bool", "float32"),
+]
+
+
+def _promotion_cases():
+    for a_dtype, b_dtype in PROMOTION_PAIRS:
+        yield pytest.param("add", a_dtype, b_dtype, id=f"add-{a_dtype}-{b_dtype}")
+    for op in ("mul", "lt", "div"):
+        for a_dtype, b_dtype in PROMOTION_PAIRS[:3]:
+            yield pytest.param(op, a_dtype, b_dtype, id=f"{op}-{a_dtype}-{b_dtype}")
+
+
+@pytest.mark.parametrize("op, a_dtype, b_dtype", list(_promotion_cases()))
+def test_promotion_between_tensors(op, a_dtype, b_dtype, rng):
+    fns = {
+        "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+        "lt": lambda a, b: a < b, "div": lambda a, b: a / b,
+    }
+    fn = fns[op]
+    a = np.asarray(d_any(rng, (2, 3), a_dtype))
+    b = np.asarray(d_nonzero(rng, (2, 3), b_dtype) if b_dtype != "bool" else np.ones((2, 3), bool))
+    with np.errstate(all="ignore"):  # b / a divides by False (0) where a is a bool
+        check(fn(as_tensor(a), as_tensor(b)), fn(a, b))
+        check(fn(as_tensor(b), as_tensor(a)), fn(b, a))
+
+
+def test_int16_promotion_result_is_usable(rng):
+    """int8 + uint8 gives int16 (numpy): the result supports further ops."""
+    a = np.array([-3, 100, 7], np.int8)
+    b = np.array([250, 3, 0], np.uint8)
+    t = as_tensor(a) + as_tensor(b)
+    check(t, a + b)
+    check(t * 2, (a + b) * 2)
+
+
+# --- where / mask_where / mask_fill with scalars and broadcasting ------------------------------
+@pytest.mark.parametrize("case", ["tensor_scalar", "scalar_tensor", "float_scalar_int",
+                                  "both_tensor_promote"])
+def test_where_scalars_and_promotion(case, rng):
+    c = rng.random((3, 4)) < 0.5
+    x32 = rng.standard_normal((3, 4)).astype(np.float32)
+    i32 = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    if case == "tensor_scalar":
+        got, want = ember.where(as_tensor(c), as_tensor(x32), 0.0), np.where(c, x32, np.float32(0))
+    elif case == "scalar_tensor":
+        got, want = ember.where(as_tensor(c), 1, as_tensor(i32)), np.where(c, np.int32(1), i32)
+    elif case == "float_scalar_int":
+        got, want = ember.where(as_tensor(c), 1.5, as_tensor(i32)), np.where(c, 1.5, i32)
+    else:
+        got, want = ember.where(as_tensor(c), as_tensor(i32), as_tensor(x32)), np.where(c, i32, x32)
+    check(got, want)
+
+
+@pytest.mark.parametrize("dtype, value", [("float32", 0.5), ("float64", -2.0), ("int64", 7),
+                                          ("int32", -1), ("bool", True)])
+@pytest.mark.parametrize("mask_shape", [(3, 4), (3, 1), (4,), ()], ids=lambda s: f"mask{s}")
+def test_mask_fill(dtype, value, mask_shape, rng):
+    x = np.asarray(d_any(rng, (3, 4), dtype))
+    m = np.asarray(rng.random(mask_shape) < 0.5)
+    before = x.copy()
+    got = as_tensor(x).mask_fill(as_tensor(m), value)
+    check(got, np.where(m, value, x).astype(x.dtype))
+    np.testing.assert_array_equal(x, before)
+
+
+def test_mask_fill_with_0d_tensor_value(rng):
+    x = rng.standard_normal((2, 3))
+    m = rng.random((2, 3)) < 0.5
+    check(as_tensor(x).mask_fill(as_tensor(m), as_tensor(np.array(9.0))), np.where(m, 9.0, x))
+
+
+def test_mask_where_keeps_self_dtype(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    v = rng.standard_normal((3, 4))  # float64
+    m = rng.random((3, 4)) < 0.5
+    got = as_tensor(x).mask_where(as_tensor(m), as_tensor(v))
+    check(got, np.where(m, v, x).astype(np.float32))
+
+
+def test_mask_where_broadcast_values(rng):
+    x = rng.integers(0, 9, (3, 4))
+    v = rng.integers(-9, 0, (4,))
+    m = rng.random((3, 1)) < 0.5
+    check(as_tensor(x).mask_where(as_tensor(m), as_tensor(v)), np.where(m, v, x))
+
+
+# --- casts ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dst", CAST_DTYPES)
+@pytest.mark.parametrize("src", CAST_DTYPES)
+def test_cast_all_pairs(src, dst, rng):
+    a = cast_source(rng, (3, 4), src, dst)
+    before = a.copy()
+    t = as_tensor(a)
+    got = t.cast(ember_dtype(dst))
+    check(got, a.astype(dst))
+    assert got.kind is {"f": ember.Float, "b": ember.Bool}.get(np.dtype(dst).kind, ember.Int)
+    assert t.dtype == np.dtype(src)
+    np.testing.assert_array_equal(a, before)
+
+
+@pytest.mark.parametrize("spec, want", [
+    (float, "float32"), (int, "int64"), (bool, "bool"), (np.float64, "float64"),
+    (np.dtype(np.int8), "int8"), ("int32", "int32"), (ember.uint8, "uint8"),
+], ids=["float", "int", "bool", "np.float64", "np.dtype(int8)", "str_int32", "ember.uint8"])
+def test_cast_dtype_spellings(spec, want):
+    a = np.array([0.0, 1.7, 2.2, 3.0])
+    check(as_tensor(a).cast(spec), a.astype(want))
+    check(as_tensor(a).astype(spec), a.astype(want))
+
+
+def test_cast_float_to_int_truncates_towards_zero():
+    a = np.array([2.7, -2.7, 0.5, -0.5, 1e9, -1e9], np.float64)
+    check(as_tensor(a).cast(ember.int64), np.array([2, -2, 0, 0, 1000000000, -1000000000]))
+    check(as_tensor(a.astype(np.float32)).cast(ember.int32), a.astype(np.float32).astype(np.int32))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_cast_non_contiguous(layout, rng):
+    base, tview, aview = LAYOUTS[layout]
+    a = rng.uniform(-50, 50, base)
+    check(tview(as_tensor(a)).cast(ember.int32), aview(a).astype(np.int32))
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0)], ids=["0d", "empty", "empty2d"])
+def test_cast_degenerate_shapes(shape, rng):
+    a = np.asarray(rng.uniform(-5, 5, shape))
+    check(as_tensor(a).cast(ember.float32), a.astype(np.float32))
+    check(as_tensor(a).cast(ember.bool_), a.astype(bool))
+
+
+def test_cast_large(rng):
+    a = rng.uniform(-1e4, 1e4, LARGE).astype(np.float32)
+    check(as_tensor(a).cast(ember.int32), a.astype(np.int32))
+
+
+# --- special values -----------------------------------------------------------------------------
+NAN, INF = math.nan, math.inf
+
+
+SPECIAL = [
+    ("log", lambda t: t.log(), [0.0, -1.0, INF, NAN], [-INF, NAN, INF, NAN]),
+    ("log1p", lambda t: t.log1p(), [-1.0, -2.0, 0.0, INF], [-INF, NAN, 0.0, INF]),
+    ("sqrt", lambda t: t.sqrt(), [-1.0, 0.0, INF, NAN], [NAN, 0.0, INF, NAN]),
+    ("rsqrt", lambda t: t.rsqrt(), [0.0, 4.0, INF, -1.0], [INF, 0.5, 0.0, NAN]),
+    ("exp", lambda t: t.exp(), [-INF, INF, 1000.0, NAN], [0.0, INF, INF, NAN]),
+    ("recip", lambda t: t.recip(), [0.0, -0.0, INF, 4.0], [INF, -INF, 0.0, 0.25]),
+    ("tanh", lambda t: t.tanh(), [-INF, INF, 50.0, -50.0], [-1.0, 1.0, 1.0, -1.0]),
+    ("sigmoid", lambda t: t.sigmoid(), [-1000.0, 1000.0, -INF, INF], [0.0, 1.0, 0.0, 1.0]),
+    ("erf", lambda t: t.erf(), [-INF, INF, 0.0, NAN], [-1.0, 1.0, 0.0, NAN]),
+    ("relu", lambda t: t.relu(), [NAN, -INF, INF, -0.0], [NAN, 0.0, INF, 0.0]),
+    ("gelu", lambda t: t.gelu(), [INF, 0.0, 10.0, NAN], [INF, 0.0, 10.0, NAN]),
+    ("silu", lambda t: t.silu(), [INF, 0.0, -1000.0, NAN], [INF, 0.0, 0.0, NAN]),
+    ("round", lambda t: t.round(),
+     [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 4503599627370495.5, INF, NAN],
+     [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 0.0, 4503599627370496.0, INF, NAN]),
+    ("floor", lambda t: t.floor(), [-0.5, 0.5, -INF, NAN, 1e30], [-1.0, 0.0, -INF, NAN, 1e30]),
+    ("ceil", lambda t: t.ceil(), [-0.5, 0.5, INF, NAN], [-0.0, 1.0, INF, NAN]),
+    ("trunc", lambda t: t.trunc(), [-1.7, 1.7, -INF, NAN], [-1.0, 1.0, -INF, NAN]),
+    ("sign", lambda t: t.sign(), [-3.0, 0.0, 2.0, NAN, -INF], [-1.0, 0.0, 1.0, NAN, -1.0]),
+    ("abs", lambda t: abs(t), [-INF, -0.0, NAN, -2.5], [INF, 0.0, NAN, 2.5]),
+    ("clamp", lambda t: t.clamp(-1, 1), [NAN, -INF, INF, 0.5], [NAN, -1.0, 1.0, 0.5]),
+    ("is_nan", lambda t: t.is_nan(), [NAN, INF, 0.0], [True, False, False]),
+    ("is_inf", lambda t: t.is_inf(), [NAN, INF, -INF, 0.0], [False, True, True, False]),
+    ("is_finite", lambda t: t.is_finite(), [NAN, INF, -INF, 0.0], [False, False, False, True]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name, fn, inputs, expected", [pytest.param(*c, id=c[0]) for c in SPECIAL])
+def test_special_values(name, fn, inputs, expected, dtype):
+    a = np.array(inputs, dtype)
+    want = np.array(expected)
+    want = want if want.dtype == bool else want.astype(dtype)
+    check(fn(as_tensor(a)), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_clamp_min_above_max_gives_max(dtype):
+    """numpy.clip and torch.clamp: when min > max every element becomes max."""
+    a = np.array([0, 1, 5, -3], dtype)
+    check(as_tensor(a).clamp(2, 1), np.clip(a, 2, 1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_round_matches_numpy_on_float_ties(dtype, rng):
+    halves = (np.arange(-40, 41) / 2.0).astype(dtype)
+    check(as_tensor(halves).round(), np.round(halves))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_minimum_propagate_nan(op, dtype):
+    a = np.array([NAN, 1.0, NAN, 2.0], dtype)
+    b = np.array([1.0, NAN, NAN, 3.0], dtype)
+    got = getattr(as_tensor(a), op)(as_tensor(b))
+    check(got, getattr(np, op)(a, b))
+
+
+def test_nan_comparisons():
+    a = as_tensor(np.array([NAN, 1.0, NAN]))
+    b = as_tensor(np.array([NAN, NAN, 1.0]))
+    check(a == b, [False, False, False])
+    check(a != b, [True, True, True])
+    check(a < b, [False, False, False])
+    check(a >= b, [False, False, False])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_division_by_zero_gives_zero(dtype):
+    """docs/decisions.md: integer // and % by zero give 0, as numpy does."""
+    a = as_tensor(np.array([7, -7, 0], dtype))
+    z = as_tensor(np.zeros(3, dtype))
+    check(a // z, np.zeros(3, dtype))
+    check(a % z, np.zeros(3, dtype))
+    check(a // 0, np.zeros(3, dtype))
+    check(a % 0, np.zeros(3, dtype))
+
+
+def test_integer_true_division_by_zero_follows_ieee():
+    a = np.array([7, -7, 0], np.int32)
+    got = as_tensor(a) / as_tensor(np.zeros(3, np.int32))
+    check(got, np.array([INF, -INF, NAN]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_division_by_zero(dtype):
+    a = np.array([1.0, -1.0, 0.0], dtype)
+    z = np.zeros(3, dtype)
+    check(as_tensor(a) / as_tensor(z), np.array([INF, -INF, NAN], dtype))
+    with np.errstate(all="ignore"):
+        check(as_tensor(a) // as_tensor(z), np.floor_divide(a, z))
+        check(as_tensor(a) % as_tensor(z), np.remainder(a, z))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64"])
+def test_remainder_sign_follows_divisor(dtype):
+    a = np.array([7, -7, 7, -7, 6, -6], dtype)
+    b = np.array([3, 3, -3, -3, 3, -3], dtype)
+    check(as_tensor(a) % as_tensor(b), np.remainder(a, b))
+    check(as_tensor(a) // as_tensor(b), np.floor_divide(a, b))
+    check(as_tensor(a).remainder(as_tensor(b)), np.array([1, 2, -2, -1, 0, 0], dtype))
+
+
+def test_float_remainder_sign_follows_divisor():
+    a = np.array([-7.5, 7.5, -7.5, 7.5])
+    b = np.array([2.0, -2.0, -2.0, 2.0])
+    check(as_tensor(a) % as_tensor(b), np.array([0.5, -0.5, -1.5, 1.5]))
+
+
+def test_integer_overflow_wraps_as_numpy():
+    a = np.array([np.iinfo(np.int32).max, np.iinfo(np.int32).min], np.int32)
+    with np.errstate(all="ignore"):
+        check(as_tensor(a) + 1, a + np.int32(1))
+        check(as_tensor(a) - 1, a - np.int32(1))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_pow_edge_cases(dtype):
+    a = np.array([0, 2, -3, 5], dtype)
+    b = np.array([0, 10, 3, 1], dtype)
+    check(as_tensor(a) ** as_tensor(b), np.power(a, b))
+
+
+@pytest.mark.parametrize("dtype, exponent", [("float32", 2), ("float32", 0.5), ("float64", -1.5),
+                                             ("int64", 3), ("int32", 0), ("int32", 2.5)],
+                         ids=lambda v: str(v))
+def test_pow_method_with_scalar_exponent(dtype, exponent, rng):
+    a = np.asarray(d_pow_exp(rng, (5,), dtype) + 1).astype(dtype)
+    check(as_tensor(a).pow(exponent), a ** exponent, rtol=1e-6)
+
+
+def test_pow_float_negative_base_fraction_is_nan():
+    check(as_tensor(np.array([-8.0])) ** (1 / 3), np.array([NAN]))
+
+
+def test_shift_and_bitwise_values():
+    a = np.array([1, -8, 255, 0x0F0F], np.int32)
+    check(as_tensor(a) << 3, a << 3)
+    check(as_tensor(a) >> 2, a >> 2)  # arithmetic shift for signed ints, as numpy
+    check(as_tensor(a) & 0xFF, a & 0xFF)
+    check(as_tensor(a) ^ -1, a ^ -1)
+    check(~as_tensor(a), ~a)
+    check(as_tensor(a).bitwise_and(as_tensor(a)), a)
+
+
+def test_bool_and_int_bitwise_promote():
+    b = np.array([True, False, True])
+    i = np.array([3, 3, 2], np.int32)
+    check(as_tensor(b) & as_tensor(i), b & i)
+    check(as_tensor(b) | as_tensor(i), b | i)
