@@ -13,8 +13,19 @@ from ember.kernels.cpu import reduce, scan
 from ember.kernels.cpu.launch import PARALLEL_MIN
 
 RNG = np.random.default_rng(1234)
-BIG = 1 << 17
+BIG = 1 << 17  # above the parallel threshold in tests that use the `parallel` fixture
 assert BIG >= PARALLEL_MIN
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    """Run kernels in parallel from PARALLEL_MIN elements, so small tests cover them.
+
+    The real thresholds of folds, arg-folds and scans are higher (a few MB: a
+    parallel launch costs more than a fast serial pass below that)."""
+    monkeypatch.setattr(reduce, "FOLD_PARALLEL_MIN", PARALLEL_MIN)
+    monkeypatch.setattr(reduce, "ARG_PARALLEL_MIN", PARALLEL_MIN)
+    monkeypatch.setattr(scan, "SCAN_PARALLEL_MIN", PARALLEL_MIN)
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_]
 NP_REDUCE = {"add": np.add, "mul": np.multiply, "maximum": np.maximum,
@@ -70,8 +81,7 @@ def check_reduce(op, x, axes, out_dtype):
         else:
             scale = np.abs(want.astype(np.float64))
         tol = 1e-5 if out_dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, want, rtol=0, atol=0)  if x.size <= 1 else \
-            np.testing.assert_array_less(np.abs(got - want), tol * scale + 1e-30)
+        np.testing.assert_array_less(np.abs(got - want), tol * scale + 1e-30)
     else:
         np.testing.assert_array_equal(got, want)
 
@@ -111,6 +121,18 @@ def test_reduce_small_shapes(dtype, shape):
         x = make(shape, dtype, "prod" if op == "mul" else "any")
         for axes in all_axes(len(shape)):
             check_reduce(op, x, axes, out_dtype)
+
+
+@pytest.mark.parametrize("shape, axes", [
+    ((1000, 5), (0,)), ((7, 1000, 3), (1,)), ((5, 999), (1,)), ((3, 4097), (1,)),
+    ((4100, 2), (0,)), ((2, 100, 4500), (1,)), ((2, 3, 4500), (1,)), ((3, 4500), (0,))])
+def test_reduce_odd_sizes(shape, axes):
+    # leftover rows after the packed blocks, tiles narrower than TILE, odd lanes
+    x = make(shape, np.float64)
+    check_reduce("add", x, axes, np.float64)
+    check_reduce("maximum", x, axes, np.float64)
+    i = make(shape, np.int64)
+    check_reduce("add", i, axes, np.int64)
 
 
 def test_reduce_permuted_4d():
@@ -207,15 +229,15 @@ def test_reduce_errors():
     ((64, 32, 64), (0, 2)),             # two blocks: two passes
     ((2, 4096, 16), (1,)),              # few outer rows, split rows
 ])
-def test_reduce_parallel(shape, axes):
-    # a parallel kernel takes seconds to compile: float64 add and max cover the logic
+def test_reduce_parallel(shape, axes, parallel):
+    # a parallel kernel compiles for seconds: float64 add and max cover the logic
     x = make(shape, np.float64)
     check_reduce("add", x, axes, np.float64)
     check_reduce("maximum", x, axes, np.float64)
     check_reduce("maximum", x.T, tuple(len(shape) - 1 - a for a in axes), np.float64)
 
 
-def test_reduce_parallel_nan_and_ints():
+def test_reduce_parallel_nan_and_ints(parallel):
     x = make((BIG,), np.float64)
     x[BIG - 3] = np.nan
     assert np.isnan(reduce.reduce("maximum", x, (0,), np.float64))
@@ -227,7 +249,7 @@ def test_reduce_parallel_nan_and_ints():
 
 
 def test_float32_sum_accuracy():
-    x = RNG.uniform(0, 1, PARALLEL_MIN - 1).astype(np.float32)
+    x = RNG.uniform(0, 1, 1 << 20).astype(np.float32)
     got = reduce.reduce("add", x, (0,), np.float32)
     assert abs(float(got) - x.astype(np.float64).sum()) < 1e-5 * x.sum(dtype=np.float64)
 
@@ -271,11 +293,18 @@ def test_arg_reduce_nan(dtype):
             check_arg(op, x.T, axis)
 
 
-def test_arg_reduce_big_and_empty():
+def test_arg_reduce_big_and_empty(parallel):
     x = make((BIG,), np.float64)
     check_arg("argmax", x, None)
     check_arg("argmax", x.reshape(512, -1), 0)
     check_arg("argmax", x.reshape(512, -1).T, 0)
+    # ties and NaN across the chunks and lanes of the parallel kernel
+    t = np.round(make((BIG,), np.float64))
+    check_arg("argmax", t, None)
+    check_arg("argmax", t.reshape(2, -1), 1)
+    t[[70001, 100, 5000]] = np.nan
+    check_arg("argmax", t, None)
+    check_arg("argmax", t.reshape(2, -1), 1)
     x = np.zeros((3, 0), np.float32)
     for op in ("argmax", "argmin"):
         with pytest.raises(ValueError, match=f"{op}: cannot reduce an empty"):
@@ -338,7 +367,7 @@ def test_scan_0d_and_bool():
 
 @pytest.mark.parametrize("shape, axis", [
     ((BIG,), 0), ((3, BIG // 3), 1), ((512, 256), 0), ((512, 256), 1), ((2, 256, 256), 1)])
-def test_scan_parallel(shape, axis):
+def test_scan_parallel(shape, axis, parallel):
     x = make(shape, np.float64)
     check_scan("add", x, axis, np.float64)
     check_scan("add", np.swapaxes(x, 0, -1), len(shape) - 1 - axis, np.float64)

@@ -1,27 +1,34 @@
 """Reductions (sum, prod, max, min, any, all) and arg-reductions on numpy arrays.
 
-Every reduction runs on a C-contiguous ``(outer, red, inner)`` view: the
-reduced dims form one block in the middle.  ``reduce`` finds such a view
-without copying whenever it can (a contiguous block of reduced dims in a dense
-array of any stride order); other combinations of axes take one pass per block
-of reduced dims, each pass reading the previous (smaller) result, so no input
-is ever copied except to cast it to the accumulation dtype.
+Every reduction runs on a C-contiguous ``(outer, red, inner)`` view whose
+middle dim is reduced.  ``reduce`` finds such a view without copying whenever
+it can: a block of reduced dims that is contiguous in memory order, in a dense
+array of any stride order (transposed, reversed).  Axes that form several
+blocks take one pass per block, each reading the previous, smaller result.
+Only an array that is not dense (a strided slice, a broadcast) is copied, as
+is one whose dtype must change for a max/min (sums and products read a
+narrower dtype directly: bool or int32 into int64).
 
 ``fold`` is the one reduction skeleton, parametrised by the binary combiner
 ``OP`` (``kernels.scalar.add``, ``mul``, ``maximum``, ``minimum``,
-``logical_and``, ``logical_or``):
+``logical_and``, ``logical_or``).  A task keeps ``w`` independent
+accumulators in a small array and adds ``w`` contiguous inputs to them per
+step (``acc[j] = OP(acc[j], blk[j])``), a loop LLVM vectorises without
+fastmath (a single accumulator is a serial dependence chain):
 
-- ``inner == 1``: each task folds a stretch of one row with eight independent
-  accumulators, so LLVM vectorises it without fastmath (one accumulator is a
-  serial dependence chain);
-- ``inner > 1``: each task folds whole rows into a tile of ``TILE`` outputs
-  (``acc[j] = OP(acc[j], x[o, r, j])``), which vectorises over ``j`` and keeps
-  the tile in L1.
+- ``inner`` narrow (1 included): ``k`` consecutive rows side by side,
+  ``w = k * inner`` (about ``PACK``); the ``k`` groups are folded together,
+  halving, at the end;
+- ``inner`` wide: one tile of up to ``TILE`` columns, rows one after another.
 
-Tasks may also split ``red`` into ``nsplit`` chunks; their partial results go
-to ``part`` and are combined at the end.  That is how a full reduction of a
-large array (``outer == inner == 1``) uses every core.
+Parallel launches cut the work into about ``TASKS_PER_THREAD`` tasks per
+thread: blocks of outer rows when there are enough, otherwise ``nsplit``
+chunks of the reduced dim whose partial results land in ``part`` and are
+combined at the end (how a full reduction of a large array uses every core).
 """
+import functools
+import math
+
 import numba
 import numpy as np
 from numba import prange
@@ -31,8 +38,14 @@ from .launch import PARALLEL_MIN, elementwise
 
 TILE = 4096            # outputs per task when inner is wide
 PACK = 512             # accumulators per task when inner is narrow
+LANES = 256            # (value, index) lanes per task of an arg-reduction
 SPLIT_MIN = 1 << 14    # fewest elements worth a task of their own
 TASKS_PER_THREAD = 4   # enough tasks that uneven ones still balance
+# A fold streams ~15 elements/ns on one core (arg_fold ~8), while a parallel
+# launch with sleeping workers (builder sets OMP_WAIT_POLICY=PASSIVE) costs
+# 10-40 us here: below these sizes one core wins (2-core VM, see perf/).
+FOLD_PARALLEL_MIN = 32 * PARALLEL_MIN
+ARG_PARALLEL_MIN = 16 * PARALLEL_MIN
 
 OPS = ("add", "mul", "maximum", "minimum", "logical_and", "logical_or")
 _NAMES = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min",
@@ -48,7 +61,11 @@ def fold(x, part, out, init, outer, n, inner, ob):
     csize = (n + nsplit - 1) // nsplit
     tw = min(inner, TILE)
     ntiles = (inner + tw - 1) // tw
-    k = max(1, min(PACK // tw, csize))  # rows side by side; > 1 only when inner < PACK
+    # rows side by side (> 1 only when inner < PACK): a power of two, small
+    # against the rows (about 1/16) so that folding the groups stays cheap
+    k = 1
+    while 2 * k * tw <= PACK and 16 * k <= max(csize, 128) and 4 * k <= csize:
+        k *= 2
     nob = (outer + ob - 1) // ob
     for t in prange(nob * nsplit * ntiles):
         b = t // (nsplit * ntiles)
@@ -96,23 +113,57 @@ def fold(x, part, out, init, outer, n, inner, ob):
                 out[o * inner + j] = a
 
 
-def arg_fold(x, out, outer, n, inner):
-    # x: (outer, n, inner) flat; OP is the strict comparison (gt for argmax, lt
-    # for argmin), so the first extreme wins ties; the first NaN beats everything.
+def arg_fold(x, out, outer, n, inner, nsplit):
+    # x: (outer, n, inner) flat.  OP is the strict comparison (gt for argmax,
+    # lt for argmin), so the first extreme wins ties; the first NaN beats all.
+    # Each task keeps a best (value, index) per lane, updated with selects so
+    # the loops vectorise, and then merges its lanes.
     if inner == 1:
-        for o in prange(outer):
-            row = x[o * n:o * n + n]
-            best = row[0]
-            k = 0
-            if best == best:
-                for i in range(1, n):
-                    v = row[i]
-                    if OP(v, best):
+        csize = (n + nsplit - 1) // nsplit
+        pv = np.empty(outer * nsplit, x.dtype)
+        pi = np.full(outer * nsplit, -1, np.int64)
+        for t in prange(outer * nsplit):
+            o = t // nsplit
+            lo = min(n, (t - o * nsplit) * csize)
+            hi = min(n, lo + csize)
+            if lo < hi:
+                row = x[o * n + lo:o * n + hi]
+                w = min(hi - lo, LANES)
+                bv = row[:w].copy()
+                bi = np.arange(w)
+                nb = (hi - lo) // w
+                for q in range(1, nb + 1):
+                    blk = row[q * w:q * w + w]
+                    for j in range(blk.shape[0]):
+                        v = blk[j]
+                        b = bv[j]
+                        take = OP(v, b) | ((v != v) & (b == b))
+                        bv[j] = v if take else b
+                        bi[j] = q * w + j if take else bi[j]
+                best = bv[0]
+                k = bi[0]
+                for j in range(1, w):
+                    v = bv[j]
+                    i = bi[j]
+                    if v != v:
+                        take = best == best or i < k
+                    elif best != best:
+                        take = False
+                    else:
+                        take = OP(v, best) or (v == best and i < k)
+                    if take:
                         best = v
                         k = i
-                    elif v != v:
-                        k = i
-                        break
+                pv[t] = best
+                pi[t] = lo + k
+        for o in range(outer):  # chunks in order: a strict win replaces
+            best = pv[o * nsplit]
+            k = pi[o * nsplit]
+            for c in range(1, nsplit):
+                v = pv[o * nsplit + c]
+                if pi[o * nsplit + c] >= 0 and (OP(v, best) or (v != v and best == best)):
+                    best = v
+                    k = pi[o * nsplit + c]
             out[o] = k
     else:
         ntiles = (inner + TILE - 1) // TILE
@@ -130,12 +181,13 @@ def arg_fold(x, out, outer, n, inner):
                 for j in range(m):
                     v = row[j]
                     b = best[j]
-                    if OP(v, b) or (v != v and b == b):
-                        best[j] = v
-                        idx[j] = r
+                    take = OP(v, b) | ((v != v) & (b == b))
+                    best[j] = v if take else b
+                    idx[j] = r if take else idx[j]
 
 
 # --- launching ------------------------------------------------------------------
+@functools.cache
 def _identity(op, dtype):
     """The value ``init`` with ``OP(init, v) == v`` for every ``v`` of ``dtype``."""
     if op == "add":
@@ -164,13 +216,15 @@ def _copy(x, dtype):
 
 
 def _run_fold(op, x3, init):
-    """Fold the middle dim of C-contiguous ``x3``; returns a fresh (outer, inner) array."""
+    """Fold the middle dim of C-contiguous ``x3`` in ``init``'s dtype.
+
+    Returns a fresh (outer, inner) array of that dtype."""
     outer, n, inner = x3.shape
-    out = np.empty((outer, inner), x3.dtype)
+    out = np.empty((outer, inner), init.dtype)
     nsplit = 1
     ob = outer
     k = kernel(fold, op)
-    if x3.size < PARALLEL_MIN:
+    if x3.size < FOLD_PARALLEL_MIN:
         fn = k.serial
     else:
         fn = k.parallel
@@ -185,7 +239,7 @@ def _run_fold(op, x3, init):
     if nsplit == 1:
         part = out.reshape(-1)
     else:
-        part = np.empty(outer * nsplit * inner, x3.dtype)
+        part = np.empty(outer * nsplit * inner, init.dtype)
     fn(x3.reshape(-1), part, out.reshape(-1), init, outer, n, inner, ob)
     return out
 
@@ -206,9 +260,10 @@ def _dense_order(y):
 def reduce(op, x, axes, out_dtype):
     """Reduce ``x`` over ``axes`` (distinct non-negative ints) with combiner ``op``.
 
-    Returns a new array of ``out_dtype`` with the reduced axes removed; the
-    accumulation runs in ``out_dtype``.  ``axes == ()`` returns a cast copy.
-    ``add``/``mul`` into bool are ``logical_or``/``logical_and`` (numpy's rule).
+    Returns a new array of ``out_dtype`` with the reduced axes removed,
+    accumulated in ``out_dtype``; ``axes == ()`` returns a cast copy.  Into
+    bool, ``add``/``mul`` are ``logical_or``/``logical_and`` (numpy's rule).
+    Empty reduced dims give the identity; max/min raise ValueError on them.
     """
     if op not in OPS:
         raise ValueError(f"reduce: unknown op {op!r}; expected one of {OPS}")
@@ -238,12 +293,15 @@ def reduce(op, x, axes, out_dtype):
     if x.size == 0:
         return np.empty(out_shape, out_dtype)
     init = _identity(op, out_dtype)
+    # sums and products read a narrower dtype directly (bool or int32 into int64)
+    fused = x.dtype == out_dtype or (op in ("add", "mul")
+                                     and np.can_cast(x.dtype, out_dtype, "safe"))
 
-    # fast path: one block of reduced dims in a C-contiguous array of the right dtype
+    # fast path: one block of reduced dims in a C-contiguous array
     lo, hi = min(axes), max(axes) + 1
-    if x.flags.c_contiguous and x.dtype == out_dtype and hi - lo == len(axes):
-        outer = int(np.prod(shape[:lo]))
-        inner = int(np.prod(shape[hi:]))
+    if x.flags.c_contiguous and fused and hi - lo == len(axes):
+        outer = math.prod(shape[:lo])
+        inner = math.prod(shape[hi:])
         return _run_fold(op, x.reshape(outer, n_red, inner), init).reshape(out_shape)
 
     # drop size-1 dims, undo negative strides, then look at dims in memory order
@@ -258,7 +316,7 @@ def reduce(op, x, axes, out_dtype):
     else:
         y = y.transpose(order)
         dims = [dims[d] for d in order]
-        if y.dtype != out_dtype:
+        if not fused:
             y = _copy(y, out_dtype)
 
     # one pass per block of reduced dims, the largest block first
@@ -275,8 +333,8 @@ def reduce(op, x, axes, out_dtype):
         if not reds:
             break
         i = max(reds, key=lambda i: (groups[i][0], i))
-        outer = int(np.prod([g[0] for g in groups[:i]]))
-        inner = int(np.prod([g[0] for g in groups[i + 1:]]))
+        outer = math.prod([g[0] for g in groups[:i]])
+        inner = math.prod([g[0] for g in groups[i + 1:]])
         y = _run_fold(op, y.reshape(outer, groups[i][0], inner), init)
         del groups[i]
         if 0 < i < len(groups) and not groups[i - 1][1] and not groups[i][1]:
@@ -321,9 +379,17 @@ def arg_reduce(op, x, axis):
             return np.empty(out_shape, np.int64)
         if not x.flags.c_contiguous:
             x = _copy(x, x.dtype)
-        x3 = x.reshape(int(np.prod(x.shape[:axis])), n, int(np.prod(x.shape[axis + 1:])))
+        x3 = x.reshape(math.prod(x.shape[:axis]), n, math.prod(x.shape[axis + 1:]))
     outer, n, inner = x3.shape
     out = np.empty(outer * inner, np.int64)
     k = kernel(arg_fold, "gt" if op == "argmax" else "lt")
-    (k.parallel if x3.size >= PARALLEL_MIN else k.serial)(x3.reshape(-1), out, outer, n, inner)
+    nsplit = 1
+    if x3.size < ARG_PARALLEL_MIN:
+        fn = k.serial
+    else:
+        fn = k.parallel
+        want = TASKS_PER_THREAD * numba.get_num_threads()
+        if inner == 1 and outer < want:
+            nsplit = max(1, min(-(-want // outer), n // SPLIT_MIN))
+    fn(x3.reshape(-1), out, outer, n, inner, nsplit)
     return out.reshape(out_shape)

@@ -6,12 +6,14 @@ of its output, parametrised by the combiner ``OP`` (``kernels.scalar.add`` or
 
 - ``inner > 1``: row ``r`` of the result is ``OP(row r - 1, x[o, r])``, a loop
   over ``inner`` that vectorises; tasks are tiles of ``tw`` columns, narrowed
-  by the launcher until there is a task per thread.
+  by the launcher when there are fewer tasks than threads.
 - ``inner == 1``: each row is one dependence chain.  Many rows run in
   parallel; a few long rows are cut into ``nsplit`` chunks that are scanned
   independently, then every chunk but the first is combined with the total of
   the chunks before it (a second, vectorised pass).
 """
+import math
+
 import numba
 import numpy as np
 from numba import prange
@@ -19,6 +21,10 @@ from numba import prange
 from .builder import kernel
 from .launch import PARALLEL_MIN
 from .reduce import SPLIT_MIN, TASKS_PER_THREAD, TILE, _check_dtype, _copy
+
+# A scan runs ~2 elements/ns on one core (a row-at-a-time scan ~5): with a
+# parallel launch costing 10-40 us (sleeping workers), smaller ones stay serial.
+SCAN_PARALLEL_MIN = 16 * PARALLEL_MIN
 
 OPS = ("add", "mul")
 _NAMES = {"add": "cumsum", "mul": "cumprod"}
@@ -38,8 +44,8 @@ def scan_fold(x, out, outer, n, inner, ob, tw, nsplit):
                 for o in range(b * ob, min(outer, b * ob + ob)):
                     src = x[o * n:o * n + n]
                     dst = out[o * n:o * n + n]
-                    a = src[lo]
-                    dst[lo] = a
+                    dst[lo] = src[lo]
+                    a = dst[lo]
                     for i in range(lo + 1, hi):
                         a = OP(a, src[i])
                         dst[i] = a
@@ -105,22 +111,24 @@ def scan(op, x, axis, out_dtype):
     if x.ndim == 0 or x.size == 0:
         return _copy(x, out_dtype)
     axis %= ndim
-    if x.flags.c_contiguous and x.dtype == out_dtype:
-        src = x
+    if x.flags.c_contiguous and (x.dtype == out_dtype or (
+            op in ("add", "mul") and np.can_cast(x.dtype, out_dtype, "safe"))):
+        src = x  # read directly, a narrower dtype included (bool or int32 into int64)
         out = np.empty(x.shape, out_dtype)
     else:  # cast / gather once, then scan in place
         src = out = _copy(x, out_dtype)
     shape = x.shape
-    outer = int(np.prod(shape[:axis]))
+    outer = math.prod(shape[:axis])
     n = shape[axis]
-    inner = int(np.prod(shape[axis + 1:]))
+    inner = math.prod(shape[axis + 1:])
     ob, tw, nsplit = outer, min(inner, TILE), 1
     k = kernel(scan_fold, op)
-    if x.size < PARALLEL_MIN:
+    if x.size < SCAN_PARALLEL_MIN:
         fn = k.serial
     else:
         fn = k.parallel
-        want = TASKS_PER_THREAD * numba.get_num_threads()
+        threads = numba.get_num_threads()
+        want = TASKS_PER_THREAD * threads
         ntiles = -(-inner // tw)
         if outer * ntiles >= want:
             ob = -(-outer // -(-want // ntiles))
@@ -128,7 +136,7 @@ def scan(op, x, axis, out_dtype):
             ob = 1
             if inner == 1:
                 nsplit = max(1, min(-(-want // outer), n // SPLIT_MIN))
-            else:  # narrower tiles, down to 64 columns
-                tw = max(min(inner, 64), -(-inner // -(-want // outer)))
+            elif outer * ntiles < threads:  # narrower tiles, one per thread
+                tw = max(min(inner, 64), -(-inner // -(-threads // outer)))
     fn(src.reshape(-1), out.reshape(-1), outer, n, inner, ob, tw, nsplit)
     return out
