@@ -22,3 +22,26 @@ def get_backend(device_type, index=0):
             raise RuntimeError(f"ember: no backend for device type {device_type!r}")
         _BACKENDS[key] = b
     return b
+
+
+def op_table(b):
+    """IR op -> method of backend ``b``: every backend implements the same method names."""
+    from ..ir import ELEMENTWISE, REDUCTIONS, Op
+
+    table = {op: b._elementwise for op in ELEMENTWISE}
+    table.update({op: b._reduction for op in REDUCTIONS})
+    table.update({
+        Op.ARGMAX: b._arg_reduce, Op.ARGMIN: b._arg_reduce,
+        Op.CUMSUM: b._cumulative, Op.CUMPROD: b._cumulative,
+        Op.MATMUL: b._matmul, Op.SORT: b._sort_op, Op.TOPK: b._topk,
+        Op.GATHER: b._gather, Op.SCATTER: b._scatter,
+        Op.INDEX_SELECT: b._index_select, Op.NONZERO: b._nonzero,
+        Op.RESHAPE: b._reshape, Op.PERMUTE: b._permute, Op.EXPAND: b._expand,
+        Op.SLICE: b._slice, Op.FLIP: b._flip, Op.CONTIGUOUS: b._contiguous,
+        Op.SLICE_ASSIGN: b._slice_assign, Op.CAT: b._cat,
+        Op.FULL: b._full, Op.ARANGE: b._arange, Op.FROM_HOST: b._from_host,
+        Op.TO_HOST: b._to_host, Op.RANDOM: b._random,
+    })
+    missing = set(Op) - set(table)
+    assert not missing, f"{type(b).__name__} lacks {missing}"
+    return table

@@ -8,7 +8,8 @@ hand-written loop reaches a third of BLAS).
 """
 import numpy as np
 
-from ..ir import ELEMENTWISE, REDUCTIONS, Op
+from . import op_table
+from ..ir import Op
 
 
 class CpuBackend:
@@ -23,21 +24,7 @@ class CpuBackend:
         self._scan = scan
         self._sort = sort
         self._index = index
-        table = {op: self._elementwise for op in ELEMENTWISE}
-        table.update({op: self._reduction for op in REDUCTIONS})
-        table.update({
-            Op.ARGMAX: self._arg_reduce, Op.ARGMIN: self._arg_reduce,
-            Op.CUMSUM: self._cumulative, Op.CUMPROD: self._cumulative,
-            Op.MATMUL: self._matmul, Op.SORT: self._sort_op, Op.TOPK: self._topk,
-            Op.GATHER: self._gather, Op.SCATTER: self._scatter,
-            Op.INDEX_SELECT: self._index_select, Op.NONZERO: self._nonzero,
-            Op.RESHAPE: self._reshape, Op.PERMUTE: self._permute, Op.EXPAND: self._expand,
-            Op.SLICE: self._slice, Op.FLIP: self._flip, Op.CONTIGUOUS: self._contiguous,
-            Op.SLICE_ASSIGN: self._slice_assign, Op.CAT: self._cat,
-            Op.FULL: self._full, Op.ARANGE: self._arange, Op.FROM_HOST: self._from_host,
-            Op.TO_HOST: self._to_host, Op.RANDOM: self._random,
-        })
-        self._table = table
+        self._table = op_table(self)
 
     def execute(self, op, *inputs, **params):
         """Run IR op ``op`` on storage ``inputs`` with static ``params``."""

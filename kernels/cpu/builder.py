@@ -12,10 +12,8 @@ Each kernel exists in two variants: ``serial`` (small inputs; no thread launch)
 and ``parallel`` (``prange`` spread over Numba's threads).  The same template
 serves both: ``prange`` is a plain ``range`` when compiled serially.
 """
-import dis
 import functools
 import os
-import types
 
 # Numba's OpenMP workers spin while idle.  Next to numpy's BLAS threads, or on a
 # busy machine, spinning workers steal the cores the other side needs (measured
@@ -28,6 +26,7 @@ import numba  # noqa: E402
 
 from .. import scalar
 from ..cache import KernelCache
+from ..rebind import scalar_calls, specialize
 
 JIT_OPTIONS = dict(error_model="numpy", nogil=True)
 
@@ -41,14 +40,6 @@ def _jit(fn, parallel):
     return disp
 
 
-def specialize(template, name, **bindings):
-    """A copy of ``template`` named ``name`` whose free globals are ``bindings``."""
-    code = template.__code__.replace(co_name=name, co_qualname=name)
-    env = dict(template.__globals__)
-    env.update(bindings)
-    return types.FunctionType(code, env, name, template.__defaults__)
-
-
 @functools.cache
 def scalar_op(name):
     """The njit-compiled scalar function ``kernels.scalar.<name>``.
@@ -57,9 +48,7 @@ def scalar_op(name):
     bound to their compiled versions.
     """
     fn = getattr(scalar, name)
-    globals_read = {i.argval for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL"}
-    calls = {n: scalar_op(n) for n in globals_read
-             if isinstance(getattr(scalar, n, None), types.FunctionType)}
+    calls = {n: scalar_op(n) for n in scalar_calls(fn)}
     # inlined into the loop at Numba level: LLVM alone leaves bigger ones as calls, which
     # stops SIMD and turns their selects into mispredicted branches (tanh: 15 ns -> 1 ns)
     return numba.njit(inline="always", **JIT_OPTIONS)(specialize(fn, name, **calls))

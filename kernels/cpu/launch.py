@@ -7,7 +7,7 @@ be a strided view (``slice_assign`` and ``cat`` write through one).
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .. import scalar
+from ..rebind import variant
 from . import elementwise
 from .builder import kernel
 
@@ -20,13 +20,6 @@ _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)
 _KERNELS = {}  # (arity, op, out dtype) -> Kernel: a plain dict is the cheapest lookup per call
 _SIZES = {}    # n -> np.array([n]) for small n, saving an allocation per call
-
-
-def _variant(op, dtype):
-    """``op`` or its float32 twin (``exp_f32``), which computes in float32 and vectorises wider."""
-    if dtype == np.float32 and hasattr(scalar, op + "_f32"):
-        return op + "_f32"
-    return op
 
 
 def _size_array(n):
@@ -90,7 +83,7 @@ def elementwise(op, inputs, out):
     key = (len(inputs), op, out.dtype.char)
     k = _KERNELS.get(key)
     if k is None:
-        k = _KERNELS[key] = kernel(_TEMPLATES[len(inputs)], _variant(op, out.dtype))
+        k = _KERNELS[key] = kernel(_TEMPLATES[len(inputs)], variant(op, out.dtype))
     fn = k.parallel if n >= PARALLEL_MIN else k.serial
     shape = out.shape
     if out.flags.c_contiguous:

@@ -13,15 +13,14 @@ twice).  Two names they use are rebound per target: the bit-cast intrinsics of
 libdevice's ``longlong_as_double`` / ``int_as_float`` and under the simulator
 (which runs kernels as Python) plain numpy bit views.
 """
-import dis
-import math
 import functools
-import types
+import math
 
 import numpy as np
 from numba import cuda
 
 from .. import scalar
+from ..rebind import globals_read, scalar_calls, specialize, variant  # noqa: F401 (variant: re-exported)
 
 from numba import config
 
@@ -70,14 +69,6 @@ def _target_intrinsics():
             "f32_from_bits": libdevice.int_as_float}
 
 
-def specialize(template, name, **bindings):
-    """A copy of ``template`` named ``name`` whose free globals are ``bindings``."""
-    code = template.__code__.replace(co_name=name, co_qualname=name)
-    env = dict(template.__globals__)
-    env.update(bindings)
-    return types.FunctionType(code, env, name, template.__defaults__)
-
-
 @functools.cache
 def device_fn(name):
     """``kernels.scalar.<name>`` compiled as a CUDA device function.
@@ -86,10 +77,9 @@ def device_fn(name):
     intrinsics to this target's equivalents.
     """
     fn = getattr(scalar, name)
-    globals_read = {i.argval for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL"}
-    bindings = {n: device_fn(n) for n in globals_read
-                if isinstance(getattr(scalar, n, None), types.FunctionType)}
-    bindings.update({k: v for k, v in _target_intrinsics().items() if k in globals_read})
+    read = globals_read(fn)
+    bindings = {n: device_fn(n) for n in scalar_calls(fn)}
+    bindings.update({k: v for k, v in _target_intrinsics().items() if k in read})
     fn = specialize(fn, "cuda__" + name, **bindings)
     if SIMULATOR and not name.endswith("_f32"):
         fn = _numba_float_typing(fn)
@@ -108,13 +98,6 @@ def _numba_float_typing(fn):
         return fn(*[np.float64(a) if type(a) is np.float32 else a for a in args])
     run.__name__ = fn.__name__
     return run
-
-
-def variant(op, dtype):
-    """``op`` or its float32 twin (``exp_f32``), as the CPU launcher picks it."""
-    if np.dtype(dtype) == np.float32 and hasattr(scalar, op + "_f32"):
-        return op + "_f32"
-    return op
 
 
 @functools.cache
