@@ -140,7 +140,7 @@ def test_rejected_backward_under_balanced_leaves_everything_as_it_was():
     with pytest.raises(ember.GraphConsumedError):
         ((fresh * fresh).sum() + h.sum()).backward()
     grads = (fresh * fresh).sum().backward()
-    t = np.tanh(3 * A)
+    t = np.asarray(fresh.inner())
     np.testing.assert_allclose(np.asarray(x.grad(grads)), 2 * t * (1 - t * t) * 3, rtol=1e-12)
 
 
