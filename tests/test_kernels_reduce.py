@@ -268,14 +268,16 @@ def test_arg_reduce(dtype):
     base = make((4, 5, 6), dtype)
     if np.dtype(dtype).kind in "iu":
         base = base % 3  # many ties: the first occurrence must win
+    # argmin differs from argmax only in OP: fewer dtypes keep the compile time down
+    ops = ("argmax", "argmin") if dtype in (np.float32, np.int32) else ("argmax",)
     for x in views(base):
-        for op in ("argmax", "argmin"):
+        for op in ops:
             check_arg(op, x, None)
             for axis in (0, 1, 2, -1):
                 check_arg(op, x, axis)
     for shape in ((), (1,), (7,), (1, 1)):
         x = make(shape, dtype)
-        for op in ("argmax", "argmin"):
+        for op in ops:
             check_arg(op, x, None)
             for axis in range(len(shape)):
                 check_arg(op, x, axis)
@@ -339,8 +341,8 @@ def check_scan(op, x, axis, out_dtype):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("dtype, op", [(d, "add") for d in DTYPES] + [
+    (np.float64, "mul"), (np.int64, "mul"), (np.bool_, "mul")])
 def test_scan(dtype, op):
     out_dtype = sum_dtype(dtype)
     base = make((3, 4, 5), dtype, "prod" if op == "mul" else "any")
