@@ -44,8 +44,8 @@ TASKS_PER_THREAD = 4   # enough tasks that uneven ones still balance
 # A fold streams ~15 elements/ns on one core (arg_fold ~8), while a parallel
 # launch with sleeping workers (builder sets OMP_WAIT_POLICY=PASSIVE) costs
 # 10-40 us here: below these sizes one core wins (2-core VM, see perf/).
-FOLD_PARALLEL_MIN = 32 * PARALLEL_MIN
-ARG_PARALLEL_MIN = 16 * PARALLEL_MIN
+FOLD_PARALLEL_MIN = 1 << 21
+ARG_PARALLEL_MIN = 1 << 20
 
 OPS = ("add", "mul", "maximum", "minimum", "logical_and", "logical_or")
 _NAMES = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min",

@@ -24,7 +24,7 @@ from .reduce import SPLIT_MIN, TASKS_PER_THREAD, TILE, _check_dtype, _copy
 
 # A scan runs ~2 elements/ns on one core (a row-at-a-time scan ~5): with a
 # parallel launch costing 10-40 us (sleeping workers), smaller ones stay serial.
-SCAN_PARALLEL_MIN = 16 * PARALLEL_MIN
+SCAN_PARALLEL_MIN = 1 << 20
 
 OPS = ("add", "mul")
 _NAMES = {"add": "cumsum", "mul": "cumprod"}
