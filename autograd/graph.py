@@ -40,9 +40,9 @@ class Node:
     """Identity of one tracked tensor.  ``step`` is None for leaves and once consumed."""
 
     __slots__ = ("parents", "step", "leaf", "consumed", "order", "op", "shape", "recipe",
-                 "__weakref__")
+                 "distributed", "__weakref__")
 
-    def __init__(self, parents, step, leaf, op, shape, recipe=None):
+    def __init__(self, parents, step, leaf, op, shape, recipe=None, distributed=None):
         self.parents = parents
         self.step = step
         self.leaf = leaf
@@ -51,14 +51,15 @@ class Node:
         self.op = op
         self.shape = shape
         self.recipe = recipe    # BALANCED checkpointing: how to recompute this output
+        self.distributed = distributed  # leaves only: ember.distributed's mark, or None
 
     def describe(self):
         what = "marked leaf" if self.leaf else f"output of {dispatch.op_name(self.op)}"
         return f"tensor of shape {self.shape} ({what})"
 
 
-def leaf(shape):
-    return Node((), None, True, None, shape)
+def leaf(shape, distributed=None):
+    return Node((), None, True, None, shape, distributed=distributed)
 
 
 class Step:
@@ -162,6 +163,13 @@ def _collect(root):
     return nodes
 
 
+# Set by ember.distributed.init(): ``backward_hook(nodes, root_tensor)`` runs after the consumed-
+# graph check and before anything is consumed (it may raise), and returns None or a sync object:
+# ``sync.ready(leaf, grad)`` is called for each leaf with a ``distributed`` mark as soon as its
+# gradient is complete (``grad`` None when none reached it), ``sync.finish(grads)`` after the walk.
+backward_hook = None
+
+
 def backward(root_tensor):
     """Gradients of ``root_tensor`` (seeded with ones) for every marked leaf it depends on."""
     root = root_tensor._node
@@ -177,11 +185,14 @@ def backward(root_tensor):
     grads = {id(root): seed}
     out = Gradients()
     recompute = checkpoint.Recompute([n.step for n in nodes if n.step is not None])
+    sync = backward_hook(nodes, root_tensor) if backward_hook is not None else None
     for n in nodes:
         g = grads.pop(id(n), None)
         if n.leaf:
             if g is not None:
-                out._grads[n] = g.contiguous()
+                g = out._grads[n] = g.contiguous()
+            if sync is not None and n.distributed is not None:
+                sync.ready(n, g)   # every consumer of a leaf has a higher order: g is final
             continue
         step = n.step
         n.step = None          # consume: saved tensors and recipes are released with the step
@@ -198,6 +209,8 @@ def backward(root_tensor):
                 prev = grads.get(id(p))
                 grads[id(p)] = gi if prev is None else prev + gi
         recompute.done(saved)
+    if sync is not None:
+        sync.finish(out)
     return out
 
 

@@ -22,7 +22,7 @@ def __getattr__(name):
     if name in ("Gradients", "AutodiffError", "NotTrackedError", "GraphConsumedError"):
         from .autograd import graph
         return getattr(graph, name)
-    if name in ("nn", "optim"):
+    if name in ("nn", "optim", "distributed"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -35,6 +35,6 @@ __all__ = [
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
-    "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim",
+    "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim", "distributed",
     "from_cuda_array", "empty_cache", "synchronize", "benchmark",
 ]

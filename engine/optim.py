@@ -77,7 +77,7 @@ class Optimizer:
 
     def step(self, grads):
         """Update every parameter that has a gradient in ``grads``; returns the new parameters."""
-        from ember.autograd.graph import Gradients
+        from ember.autograd.graph import Gradients, leaf
         if not isinstance(grads, Gradients):
             raise TypeError(f"{type(self).__name__}.step: expected the Gradients of a backward(), "
                             f"got {type(grads).__name__}")
@@ -94,7 +94,8 @@ class Optimizer:
             gx = np.ascontiguousarray(g.numpy(), dtype=x.dtype).reshape(-1)
             out = self._update(self._state[i], x, gx)
             data = p.device.backend.execute(Op.FROM_HOST, out.reshape(p.shape))
-            new.append(dispatch.wrap(data, p.device, p.dtype).require_grad())
+            # a new marked leaf; like detach(), it keeps a distributed mark
+            new.append(dispatch.wrap(data, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
         self._params = new
         return list(new)
 

@@ -225,8 +225,30 @@ class Tensor:
             return dispatch.wrap(self._data, self._device, self._dtype)
         if node.leaf:
             from ember.autograd import graph
-            return dispatch.wrap(self._data, self._device, self._dtype, graph.leaf(self.shape))
+            return dispatch.wrap(self._data, self._device, self._dtype,
+                                 graph.leaf(self.shape, node.distributed))
         return dispatch.wrap(self._data, self._device, self._dtype)
+
+    def set_distributed(self, flag=True):
+        """This float leaf, marked so that backward all-reduces its gradient across processes.
+
+        Needs autodiff and ``ember.distributed.init()``, and implies ``require_grad()``.  Like
+        ``detach()``, it returns the leaf under a new identity (the same tensor when it is
+        already distributed).  The mark lives with the leaf: ``detach()``, ``clone()`` and the
+        optimizers keep it, ``set_require_grad(False)`` drops it, and ``set_distributed(False)``
+        gives back a marked leaf without it.
+
+        >>> ember.distributed.init()                     # under mpiexec -n 2
+        >>> w = ember.zeros((3,)).autodiff().set_distributed()
+        >>> w.is_distributed(), w.is_require_grad()
+        (True, True)
+        """
+        from . import distributed
+        return distributed.mark(self, flag)
+
+    def is_distributed(self):
+        """True for a leaf marked with ``set_distributed()``."""
+        return self._node is not None and self._node.distributed is not None
 
     def backward(self):
         """Gradients of this tensor (of its sum, when not a scalar) for the marked leaves it depends on.
