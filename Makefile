@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-cuda-sim bench clean
+.PHONY: demo test test-cuda-sim bench perf-smoke clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test-cuda-sim: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m perf
+
+# CI's smoke test of the benchmark tooling: every suite once, quickly, and a schema check
+perf-smoke: $(STAMP)
+	$(BIN)/python -m perf run --quick --json $(VENV)/perf-smoke.json
+	$(BIN)/python -m perf validate $(VENV)/perf-smoke.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -11,7 +11,7 @@ from ember.kernels.cpu import index, sort
 from ember.kernels.cpu.launch import PARALLEL_MIN
 
 DTYPES = ["float32", "float64", "int8", "int32", "int64", "uint8", "bool"]
-BIG = 1 << 17
+BIG = 2 * PARALLEL_MIN + 1
 assert BIG > PARALLEL_MIN
 
 

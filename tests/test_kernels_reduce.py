@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 
 from ember.kernels.cpu import reduce, scan
-from ember.kernels.cpu.launch import PARALLEL_MIN
 
 RNG = np.random.default_rng(1234)
+TEST_PARALLEL_MIN = 1 << 16  # the thresholds the `parallel` fixture sets
 BIG = 1 << 17  # above the parallel threshold in tests that use the `parallel` fixture
-assert BIG >= PARALLEL_MIN
+assert BIG >= TEST_PARALLEL_MIN
 
 
 @pytest.fixture
 def parallel(monkeypatch):
-    """Run kernels in parallel from PARALLEL_MIN elements, so small tests cover them.
+    """Run kernels in parallel from TEST_PARALLEL_MIN elements, so small tests cover them.
 
     The real thresholds of folds, arg-folds and scans are higher (a few MB: a
     parallel launch costs more than a fast serial pass below that)."""
-    monkeypatch.setattr(reduce, "FOLD_PARALLEL_MIN", PARALLEL_MIN)
-    monkeypatch.setattr(reduce, "ARG_PARALLEL_MIN", PARALLEL_MIN)
-    monkeypatch.setattr(scan, "SCAN_PARALLEL_MIN", PARALLEL_MIN)
+    monkeypatch.setattr(reduce, "FOLD_PARALLEL_MIN", TEST_PARALLEL_MIN)
+    monkeypatch.setattr(reduce, "ARG_PARALLEL_MIN", TEST_PARALLEL_MIN)
+    monkeypatch.setattr(scan, "SCAN_PARALLEL_MIN", TEST_PARALLEL_MIN)
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_]
 NP_REDUCE = {"add": np.add, "mul": np.multiply, "maximum": np.maximum,
