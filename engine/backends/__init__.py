@@ -45,3 +45,16 @@ def op_table(b):
     missing = set(Op) - set(table)
     assert not missing, f"{type(b).__name__} lacks {missing}"
     return table
+
+
+def cat_shape_and_fill(xs, axis, empty, copy):
+    """``cat`` for any backend: allocate with ``empty(shape)``, copy each piece with ``copy(x, view)``."""
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = empty(tuple(shape))
+    start = 0
+    for x in xs:
+        n = x.shape[axis]
+        copy(x, out[(slice(None),) * axis + (slice(start, start + n),)])
+        start += n
+    return out

@@ -8,7 +8,7 @@ hand-written loop reaches a third of BLAS).
 """
 import numpy as np
 
-from . import op_table
+from . import cat_shape_and_fill, op_table
 from ..ir import Op
 
 
@@ -97,16 +97,8 @@ class CpuBackend:
         return out
 
     def _cat(self, op, *xs, axis, dtype):
-        shape = list(xs[0].shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        out = np.empty(shape, dtype.np)
-        start = 0
-        for x in xs:
-            n = x.shape[axis]
-            view = out[(slice(None),) * axis + (slice(start, start + n),)]
-            self._launch.elementwise("identity", [x], view)
-            start += n
-        return out
+        return cat_shape_and_fill(xs, axis, lambda shape: np.empty(shape, dtype.np),
+                                  lambda x, view: self._launch.elementwise("identity", [x], view))
 
     # --- creation and transfer ------------------------------------------------
     def _full(self, op, *, shape, value, dtype):

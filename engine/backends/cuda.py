@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..dtypes import int64 as _I64
-from . import op_table
+from . import cat_shape_and_fill, op_table
 from ..ir import Op
 
 _ROUND = 512            # allocation granularity (bytes) of small blocks
@@ -528,15 +528,8 @@ class CudaBackend:
         return out
 
     def _cat(self, op, *xs, axis, dtype):
-        shape = list(xs[0].shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        out = self.empty(shape, dtype.np)
-        start = 0
-        for x in xs:
-            n = x.shape[axis]
-            self.map("identity", [x], out[(slice(None),) * axis + (slice(start, start + n),)])
-            start += n
-        return out
+        return cat_shape_and_fill(xs, axis, lambda shape: self.empty(shape, dtype.np),
+                                  lambda x, view: self.map("identity", [x], view))
 
     # --- creation and transfer ------------------------------------------------
     def _full(self, op, *, shape, value, dtype):
