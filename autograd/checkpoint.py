@@ -44,7 +44,7 @@ class Recompute:
         self._readers = {}
         pending = []
         for step in steps:
-            for v in _saved(step):
+            for v in saved_values(step):
                 self._count(v, pending)
         while pending:
             for v in pending.pop().inputs:
@@ -100,7 +100,8 @@ class Recompute:
             self._release(v)
 
 
-def _saved(step):
+def saved_values(step):
+    """The tensors and recipes a step keeps (its saved inputs and outputs)."""
     out = step.out
     outs = out if type(out) is tuple else (() if out is None else (out,))
     return [v for v in (*step.x, *outs) if v is not None]

@@ -198,7 +198,7 @@ def backward(root_tensor):
         n.step = None          # consume: saved tensors and recipes are released with the step
         n.recipe = None
         n.consumed = True
-        saved = checkpoint._saved(step)
+        saved = checkpoint.saved_values(step)
         if g is not None:
             recompute.resolve(step)
             grads_in = step.rule.backward(step, g)

@@ -12,11 +12,11 @@ from .device import parse as parse_device  # noqa: F401  (used by Tensor.to)
 from .ir import BOOL, FLOAT, Op
 
 _tensor_cls = None  # ember.Tensor, set by tensor.py (avoids an import cycle)
-_op_names = {}
 
 
 def op_name(op):
-    return _op_names.get(op) or op.name.lower().rstrip("_")
+    """The user-facing name of an IR op, for error messages (``Op.ANY_`` -> "any")."""
+    return op.name.lower().rstrip("_")
 
 
 def wrap(data, device, dtype, node=None):
@@ -96,12 +96,9 @@ def constant(value, device, dtype):
     return wrap(device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype), base, dtype)
 
 
-def elementwise(op, *args):
-    """Run elementwise ``op`` over tensors and Python scalars, with broadcasting."""
-    tensors = [a for a in args if isinstance(a, _tensor_cls)]
-    first = tensors[0]
-    # dtype the op computes in
-    dtype = first._dtype
+def promote_args(tensors, args):
+    """The dtype ``tensors`` and the weak Python scalars among ``args`` compute in (numpy's rules)."""
+    dtype = tensors[0]._dtype
     for t in tensors[1:]:
         if t._dtype is not dtype:
             dtype = dt.promote(dtype, t._dtype)
@@ -111,8 +108,22 @@ def elementwise(op, *args):
                 sd = dt.scalar_dtype(a, dtype)
                 if sd is not dtype:
                     dtype = dt.promote(dtype, sd)
+    return dtype
+
+
+def operands(args, dtype, device):
+    """Tensors cast to ``dtype``, Python scalars as 0-d constants on ``device``."""
+    return [cast(a, dtype) if isinstance(a, _tensor_cls) else constant(a, device, dtype)
+            for a in args]
+
+
+def elementwise(op, *args):
+    """Run elementwise ``op`` over tensors and Python scalars, with broadcasting."""
     if op is Op.WHERE:  # the condition keeps its bool dtype
-        return _where(args)
+        return _where(*args)
+    tensors = [a for a in args if isinstance(a, _tensor_cls)]
+    first = tensors[0]
+    dtype = promote_args(tensors, args)
     if dtype.kind not in op.kinds:
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
@@ -120,34 +131,23 @@ def elementwise(op, *args):
     if op.result is FLOAT and dtype.kind is not dt.Float:
         dtype = dt.float64
     out_dtype = dt.bool_ if op.result is BOOL else dtype
-    # shapes
     shape = first._data.shape
     for t in tensors[1:]:
         if t._data.shape != shape:
             shape = broadcast_shapes(op, *(t._data.shape for t in tensors))
             break
-    inputs = [cast(a, dtype) if isinstance(a, _tensor_cls) else constant(a, first._device, dtype)
-              for a in args]
-    return apply(op, *inputs, shape=shape, dtype=out_dtype)
+    return apply(op, *operands(args, dtype, first._device), shape=shape, dtype=out_dtype)
 
 
-def _where(args):
-    cond, a, b = args
+def _where(cond, a, b):
     if not isinstance(cond, _tensor_cls) or cond._dtype is not dt.bool_:
         raise TypeError("where: the condition must be a Bool tensor")
     vals = [x for x in (a, b) if isinstance(x, _tensor_cls)]
     if not vals:
         raise TypeError("where: at least one of the values must be a tensor")
-    dtype = vals[0]._dtype if len(vals) == 1 else dt.promote(vals[0]._dtype, vals[1]._dtype)
-    for x in (a, b):
-        if not isinstance(x, _tensor_cls):
-            sd = dt.scalar_dtype(x, dtype)
-            if sd is not dtype:
-                dtype = dt.promote(dtype, sd)
+    dtype = promote_args(vals, (a, b))
     shape = broadcast_shapes("where", *(x._data.shape for x in (cond, *vals)))
-    inputs = [cast(x, dtype) if isinstance(x, _tensor_cls) else constant(x, cond._device, dtype)
-              for x in (a, b)]
-    return apply(Op.WHERE, cond, *inputs, shape=shape, dtype=dtype)
+    return apply(Op.WHERE, cond, *operands((a, b), dtype, cond._device), shape=shape, dtype=dtype)
 
 
 # Set by ember.autograd when it is first imported: record(op, inputs, params, out).

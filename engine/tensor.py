@@ -776,8 +776,7 @@ class Tensor:
         idx = layout.basic_index(index, self.shape, "slice_assign")
         target = self._data[idx].shape
         v = _as_tensor_like(values, self, "slice_assign")
-        dispatch.broadcast_shapes("slice_assign", v.shape, target)
-        if len(v.shape) > len(target) or dispatch.broadcast_shapes("slice_assign", v.shape, target) != target:
+        if dispatch.broadcast_shapes("slice_assign", v.shape, target) != target:
             raise ValueError(f"slice_assign: values of shape {v.shape} do not fit the slice of shape {target}")
         return apply(Op.SLICE_ASSIGN, self, v.cast(self._dtype), index=idx)
 
@@ -809,8 +808,7 @@ class Tensor:
         """``values`` where ``mask`` is true, else ``self`` (broadcast; keeps self's dtype)."""
         _check_mask("mask_where", mask, self)
         v = _as_tensor_like(values, self, "mask_where").cast(self._dtype)
-        out = elementwise(Op.WHERE, mask, v, self)
-        return out
+        return elementwise(Op.WHERE, mask, v, self)
 
     def mask_fill(self, mask, value):
         """``value`` where ``mask`` is true, else ``self``."""
@@ -873,7 +871,7 @@ def _as_tensor_like(values, t, name):
 
 
 def _reduce(op, t, dim, keepdim):
-    name = {Op.ANY_: "any"}.get(op) or op.name.lower()
+    name = dispatch.op_name(op)
     dispatch.check_kind(name, op, t)
     axes = normalize_dims(name, dim, t.ndim)
     if op is Op.ANY_ or op is Op.ALL:

@@ -89,11 +89,8 @@ class CpuBackend:
         return self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
 
     def _slice_assign(self, op, x, values, *, index):
-        out = self._contiguous(op, x)
-        if out is x:
-            out = self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
-        view = out[index]
-        self._launch.elementwise("identity", [values], view)
+        out = self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))  # a new tensor
+        self._launch.elementwise("identity", [values], out[index])
         return out
 
     def _cat(self, op, *xs, axis, dtype):
