@@ -55,3 +55,14 @@ def assert_not_numba(excinfo):
         assert not cls.__module__.startswith("numba"), (
             f"a Numba exception escaped: {type(excinfo.value).__module__}."
             f"{type(excinfo.value).__name__}: {excinfo.value}")
+
+
+# Non-contiguous layouts: (base shape, view on an ember tensor, the same view on a numpy array)
+LAYOUTS = {
+    "transposed": ((5, 4), lambda t: t.T, lambda a: a.T),
+    "stepped": ((13,), lambda t: t[::2], lambda a: a[::2]),
+    "reversed": ((7,), lambda t: t[::-1], lambda a: a[::-1]),
+    "step_neg_2d": ((5, 7), lambda t: t[::2, ::-3], lambda a: a[::2, ::-3]),
+    "expanded": ((1, 5), lambda t: t.expand(4, 5), lambda a: np.broadcast_to(a, (4, 5))),
+    "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from checks import as_tensor, check, ember_dtype
+from checks import LAYOUTS, as_tensor, check, ember_dtype
 from ember.kernels.cpu.launch import PARALLEL_MIN
 from op_table import (CAST_DTYPES, ROWS, ROWS_BY_NAME, cast_source, d_any, d_nonzero,
                       d_pow_exp, operand_dtypes)
@@ -41,16 +41,6 @@ BROADCAST = {
 }
 
 EXTRA_SHAPES = {"vec7": (7,), "mat4x5": (4, 5)}
-
-# (base shape, view on an ember tensor, the same view on a numpy array)
-LAYOUTS = {
-    "transposed": ((5, 4), lambda t: t.T, lambda a: a.T),
-    "stepped": ((13,), lambda t: t[::2], lambda a: a[::2]),
-    "reversed": ((7,), lambda t: t[::-1], lambda a: a[::-1]),
-    "step_neg_2d": ((5, 7), lambda t: t[::2, ::-3], lambda a: a[::2, ::-3]),
-    "expanded": ((1, 5), lambda t: t.expand(4, 5), lambda a: np.broadcast_to(a, (4, 5))),
-    "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
-}
 
 
 def _cases():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ember
-from checks import as_tensor, check
+from checks import LAYOUTS, as_tensor, check
 from ember.kernels.cpu.launch import PARALLEL_MIN
 
 FLOATS = ("float32", "float64")
@@ -216,16 +216,6 @@ def test_reduction_keyword_arguments(name, rng):
 
 
 # --- non-contiguous inputs ---------------------------------------------------------------
-LAYOUTS = {
-    "transposed": ((5, 4), lambda t: t.T, lambda a: a.T),
-    "stepped": ((13,), lambda t: t[::2], lambda a: a[::2]),
-    "reversed": ((7,), lambda t: t[::-1], lambda a: a[::-1]),
-    "step_neg_2d": ((5, 7), lambda t: t[::2, ::-3], lambda a: a[::2, ::-3]),
-    "expanded": ((1, 5), lambda t: t.expand(4, 5), lambda a: np.broadcast_to(a, (4, 5))),
-    "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
-}
-
-
 def _layout_cases():
     for name, dtypes in [("sum", ("float64", "int32")), ("max", ("float64", "int32")),
                          ("argmax", ("float64",)), ("argmin", ("int32",)), ("prod", ("float64",)),
