@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .bits import f32_from_bits, f64_from_bits
+from .bits import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
 
 SQRT1_2 = 0.7071067811865476
 LOG2E = 1.4426950408889634
@@ -175,8 +175,61 @@ def exp_f32(a):
     return y if a == a else a
 
 
+# log: x = 2**k * m with m in [sqrt(1/2), sqrt(2)), f = m - 1, s = f / (2 + f) and
+# log(1 + f) = 2 atanh(s) = f - f*f/2 + s * (f*f/2 + z * P(z)), z = s*s <= 0.0295.
+# P: minimax fits (own, weighted least squares iterated to equal ripple) of
+# (2 atanh(s) / s - 2) / z; relative error 1.3e-18 (float64), 8e-10 (float32).
+LOG_P = (0.14795590727583788, 0.15314089069864603, 0.18183562689438623, 0.22222198608019478,
+         0.2857142874200246, 0.39999999999416724, 0.6666666666666734)
+LOG_P_F32 = (F32(0.2987079620361328), F32(0.39977583289146423), F32(0.6666677594184875))
+SQRT_HALF_BITS = 0x3FE6A09E667F3BCD             # bits of sqrt(1/2): where k steps
+SQRT_HALF_BITS_F32 = np.int32(0x3F3504F3)
+DBL_MIN, TWO54 = 2.2250738585072014e-308, 18014398509481984.0
+FLT_MIN_F32, TWO25_F32 = F32(1.1754944e-38), F32(33554432.0)
+ZERO_F32, TWO_F32, INF_F32, NAN_F32 = F32(0.0), F32(2.0), F32(math.inf), F32(math.nan)
+
+
 def log(a):
-    return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+    """log in plain arithmetic, so loops over it vectorise (libm's log does not).
+
+    Within 1 ulp of float64 log.  Subnormals are scaled by 2**54 first; a stand-in
+    replaces non-positive and NaN inputs (their result is chosen at the end) so the
+    bit arithmetic never sees a sign bit.
+    """
+    x = float(a) if a > 0.0 else 1.0
+    tiny = x < DBL_MIN
+    x = x * TWO54 if tiny else x
+    bits = f64_to_bits(x)
+    k = (bits - SQRT_HALF_BITS) >> 52
+    f = f64_from_bits(bits - (k << 52)) - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    c = LOG_P
+    r = z * (c[6] + z * (c[5] + z * (c[4] + z * (c[3] + z * (c[2] + z * (c[1] + z * c[0]))))))
+    hfsq = 0.5 * f * f
+    kf = float(k) - (54.0 if tiny else 0.0)
+    y = kf * LN2_HI - ((hfsq - (s * (hfsq + r) + kf * LN2_LO)) - f)
+    y = y if x < math.inf else x
+    return y if a > 0.0 else (-math.inf if a == 0.0 else math.nan)
+
+
+def log_f32(a):
+    """log for float32 in float32 arithmetic: ``log``'s method with a degree-2 P; within 1 ulp."""
+    x = a if a > ZERO_F32 else ONE_F32
+    tiny = x < FLT_MIN_F32
+    x = x * TWO25_F32 if tiny else x
+    bits = f32_to_bits(x)
+    k = (bits - SQRT_HALF_BITS_F32) >> 23
+    f = f32_from_bits(np.int32(bits - (k << 23))) - ONE_F32
+    s = f / (TWO_F32 + f)
+    z = s * s
+    c = LOG_P_F32
+    r = z * (c[2] + z * (c[1] + z * c[0]))
+    hfsq = HALF_F32 * f * f
+    kf = F32(k) - (F32(25.0) if tiny else ZERO_F32)
+    y = kf * LN2_HI_F32 - ((hfsq - (s * (hfsq + r) + kf * LN2_LO_F32)) - f)
+    y = y if x < INF_F32 else x
+    return y if a > ZERO_F32 else (-INF_F32 if a == ZERO_F32 else NAN_F32)
 
 
 def log1p(a):
@@ -247,16 +300,201 @@ def sigmoid(a):
     return s if a >= 0 else e * s   # NaN: e and s are NaN already
 
 
+# erf and gelu.  Near 0, erf(x) = x + x * Q(x*x) (Q: minimax fit of erf(x)/x - 1 on
+# |x| < 0.875; the exact leading x keeps it within 0.5 ulp + rounding).  Elsewhere
+# erfc(t) = exp(-t*t) * erfcx(t), erfcx by a polynomial in u = (t - K) / (t + K),
+# which maps [0, inf) onto [-1, 1) where erfcx is smooth (erfcx ~ 1 / (t sqrt(pi))).
+# Fitted for relative error on [0, 28.5] (float64, 9e-17) and [0, 11.5] (float32,
+# 2e-8), as far as gelu's tail needs it.
+# Own fits, coefficients rounded one at a time with the rest refitted.
+ERF_SPLIT = 0.875
+ERF_Q = (1.046327439763562e-08, -1.5621875265744615e-07, 1.6387827522397366e-06,
+         -1.4920985887236337e-05, 0.00012055143685571286, -0.0008548322075199151,
+         0.005223977544742449, -0.026866170637468798, 0.11283791670918115,
+         -0.37612638903183077, 0.12837916709551256)
+ERFCX_K = 3.0
+ERFCX_P = (-1.6177726472860464e-09, -5.499296386149819e-09, 4.003315881888647e-09,
+           4.624930922293929e-08, 3.49474425113434e-08, -2.3018561469881057e-07,
+           -3.949984618868172e-07, 9.977184131341596e-07, 2.756261741426636e-06,
+           -4.749250959985808e-06, -1.7466488222804153e-05, 3.0398339936200038e-05,
+           0.00010756032117388696, -0.00027677791028715313, -0.0005483094838185362,
+           0.003034062011504331, -0.0012124166489467416, -0.02682723462524441,
+           0.11952776128846218, -0.31046726190054613, 0.5902283571040771,
+           -0.8833944531698837, 1.0740069070883398)
+ERF_SPLIT_F32 = F32(0.875)
+ERF_Q_F32 = tuple(F32(c) for c in (
+    -0.0006049055955372751, 0.005004157777875662, -0.026773756369948387, 0.11282001435756683,
+    -0.3761250972747803, 0.12837915122509003))
+ERFCX_K_F32 = F32(2.0)
+ERFCX_P_F32 = tuple(F32(c) for c in (
+    6.624231900786981e-05, 6.407382170436904e-05, -0.0005635526613332331, -0.0008466572617180645,
+    0.0030351688619703054, 0.006479956209659576, -0.021497085690498352, -0.03644228354096413,
+    0.27947089076042175, -0.6871606707572937, 1.0215827226638794))
+ERF_ONE = 6.0               # erf(x) rounds to 1 from here (erfc(6) = 2e-17)
+ERF_ONE_F32 = F32(4.0)      # erfc(4) = 1.5e-8, below half an ulp of 1 in float32
+GELU_ZERO = 40.0            # |gelu(x)| underflows to 0 below -GELU_ZERO; gelu(x) = x above
+GELU_ZERO_F32 = 16.0        # the same for float32 results (gelu_f32 computes in float64)
+SPLIT_F64 = 134217729.0     # 2**27 + 1: Dekker's splitter
+
+
+def _erf_small(x):
+    # erf(x) for |x| < ERF_SPLIT
+    c = ERF_Q
+    z = x * x
+    q = c[0]
+    q = q * z + c[1]
+    q = q * z + c[2]
+    q = q * z + c[3]
+    q = q * z + c[4]
+    q = q * z + c[5]
+    q = q * z + c[6]
+    q = q * z + c[7]
+    q = q * z + c[8]
+    q = q * z + c[9]
+    q = q * z + c[10]
+    return x + x * q
+
+
+def _erfcx(t):
+    # exp(t*t) * erfc(t) for 0 <= t <= 28.5 (relative error ~2e-16).  The fit is of
+    # (t + K) * erfcx(t), which stays within [0.56, K]: erfcx itself falls to 0.02,
+    # and the polynomial's rounding errors would grow as much relative to it
+    c = ERFCX_P
+    d = t + ERFCX_K
+    u = (t - ERFCX_K) / d
+    p = c[0]
+    p = p * u + c[1]
+    p = p * u + c[2]
+    p = p * u + c[3]
+    p = p * u + c[4]
+    p = p * u + c[5]
+    p = p * u + c[6]
+    p = p * u + c[7]
+    p = p * u + c[8]
+    p = p * u + c[9]
+    p = p * u + c[10]
+    p = p * u + c[11]
+    p = p * u + c[12]
+    p = p * u + c[13]
+    p = p * u + c[14]
+    p = p * u + c[15]
+    p = p * u + c[16]
+    p = p * u + c[17]
+    p = p * u + c[18]
+    p = p * u + c[19]
+    p = p * u + c[20]
+    p = p * u + c[21]
+    p = p * u + c[22]
+    return p / d        # a division rounds once; p * (1 / d) would round twice
+
+
+def _square_lo(x, h):
+    # x*x - h exactly, for h = x*x rounded (Dekker's product; no fma needed)
+    c = SPLIT_F64 * x
+    xh = c - (c - x)
+    xl = x - xh
+    return ((xh * xh - h) + 2.0 * xh * xl) + xl * xl
+
+
 def erf(a):
-    return math.erf(a)
+    """erf in plain arithmetic (vectorises; libm's does not), within 2 ulp of float64 erf."""
+    t = abs(a)
+    t = ERF_ONE if t > ERF_ONE else t       # NaN passes
+    tail = 1.0 - exp(-(t * t)) * _erfcx(t)
+    small = _erf_small(math.copysign(t, a))  # (clamped: no inf * 0 in the unused branch)
+    return small if t < ERF_SPLIT else math.copysign(tail, a)
+
+
+def _erf_small_f32(x):
+    c = ERF_Q_F32
+    z = x * x
+    q = c[0]
+    q = q * z + c[1]
+    q = q * z + c[2]
+    q = q * z + c[3]
+    q = q * z + c[4]
+    q = q * z + c[5]
+    return x + x * q
+
+
+def _erfcx_f32(t):
+    # exp(t*t) * erfc(t) for 0 <= t <= 11.5 to float32 accuracy, as _erfcx, computed
+    # in t's precision (the constants are float32 values: float64 t keeps float64)
+    c = ERFCX_P_F32
+    r = ONE_F32 / (t + ERFCX_K_F32)
+    u = (t - ERFCX_K_F32) * r
+    p = c[0]
+    p = p * u + c[1]
+    p = p * u + c[2]
+    p = p * u + c[3]
+    p = p * u + c[4]
+    p = p * u + c[5]
+    p = p * u + c[6]
+    p = p * u + c[7]
+    p = p * u + c[8]
+    p = p * u + c[9]
+    p = p * u + c[10]
+    return p * r
+
+
+def erf_f32(a):
+    """erf for float32 in float32 arithmetic, by ``erf``'s method."""
+    t = abs(a)
+    t = ERF_ONE_F32 if t > ERF_ONE_F32 else t
+    tail = ONE_F32 - exp_f32(-(t * t)) * _erfcx_f32(t)
+    small = _erf_small_f32(math.copysign(t, a))
+    return small if t < ERF_SPLIT_F32 else math.copysign(tail, a)
 
 
 def relu(a):
     return a if (a > 0 or a != a) else 0.0  # keeps NaN; -0.0 and -inf give +0
 
 
+def _gelu_from(x, xe, e, g):
+    # x/2 * erfc(-x / sqrt 2), given erfc(|xe| / sqrt 2) = e * g with e = exp(-xe*xe/2)
+    # and xe = x where x < 0 (xe is clamped: no inf * 0 in the unused branch)
+    neg = (0.5 * xe * g) * e     # e last: a subnormal result is rounded once
+    return neg if x < 0.0 else 0.5 * x * (2.0 - e * g)
+
+
 def gelu(a):
-    return 0.5 * a * (1 + math.erf(a * SQRT1_2))
+    """gelu(a) = a/2 * (1 + erf(a / sqrt 2)) = a/2 * erfc(-a / sqrt 2), in plain arithmetic.
+
+    Through erfc, so a < 0 has no cancellation: the tail keeps its relative
+    accuracy down to underflow, which gives -0.0 (also for -inf); gelu(a) = a
+    exactly for large a.  Within a few ulp of the exact value.
+    """
+    x = -GELU_ZERO if a < -GELU_ZERO else a     # NaN passes
+    xe = GELU_ZERO if x > GELU_ZERO else x      # erfc(-xe / sqrt 2) is 2 beyond
+    # x*x = h + lo split exactly: rounding it would cost x*x/2 ulp in the tail
+    h = xe * xe
+    g = _erfcx(abs(xe) * SQRT1_2)
+    g -= g * (0.5 * _square_lo(xe, h))          # g * exp(-lo/2); |lo| < 1e-13
+    return _gelu_from(x, xe, exp(-0.5 * h), g)
+
+
+def _exp_to_f32(x):
+    # exp(x) for -128 <= x <= 0 in float64 to float32 accuracy (relative error 2e-10):
+    # exp's reduction, a degree-8 Taylor polynomial, no subnormal results to handle
+    x = x if x > -128.0 else -128.0     # (NaN too: int(NaN) in _pow2 would be undefined)
+    k = (x * LOG2E + ROUND_MAGIC) - ROUND_MAGIC
+    r = (x - k * LN2_HI) - k * LN2_LO
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
+        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320))))))))
+    return p * _pow2(k)
+
+
+def gelu_f32(a):
+    """gelu for float32, by ``gelu``'s method in float64 with float32-accurate exp and erfcx.
+
+    Float64 because float32's exp and erfcx errors add up to 5 ulp in the tail;
+    x*x is exact for a float32 x, so no split is needed.  Within 1 ulp.
+    """
+    x = np.float64(a)       # (not float(): the CUDA simulator would mix a Python float down to float32)
+    x = -GELU_ZERO_F32 if x < -GELU_ZERO_F32 else x
+    xe = GELU_ZERO_F32 if x > GELU_ZERO_F32 else x
+    h = xe * xe
+    return _gelu_from(x, xe, _exp_to_f32(-0.5 * h), _erfcx_f32(abs(xe) * SQRT1_2))
 
 
 def silu(a):

@@ -10,8 +10,9 @@ kernel; Numba then compiles it once per argument signature and keeps it.
 Scalar ops are the very functions the CPU compiles (no formula is written
 twice).  Two names they use are rebound per target: the bit-cast intrinsics of
 ``kernels/bits.py`` are CPU-only ``@intrinsic``s, so on a GPU they become
-libdevice's ``longlong_as_double`` / ``int_as_float`` and under the simulator
-(which runs kernels as Python) plain numpy bit views.
+libdevice's ``longlong_as_double`` / ``int_as_float`` / ``double_as_longlong`` /
+``float_as_int`` and under the simulator (which runs kernels as Python) plain
+numpy bit views.
 """
 import functools
 import math
@@ -41,6 +42,14 @@ def _sim_f32_from_bits(bits):
     return np.array(bits, np.int32).view(np.float32)[()]
 
 
+def _sim_f64_to_bits(x):
+    return np.array(x, np.float64).view(np.int64)[()]
+
+
+def _sim_f32_to_bits(x):
+    return np.array(x, np.float32).view(np.int32)[()]
+
+
 class _SimMath:
     """``math`` for scalar ops run by the simulator: results stay numpy scalars, so that
     ``1 / math.sqrt(0.0)`` is inf (as on a GPU) instead of Python's ZeroDivisionError."""
@@ -63,10 +72,13 @@ class _SimMath:
 def _target_intrinsics():
     if SIMULATOR:
         return {"f64_from_bits": _sim_f64_from_bits, "f32_from_bits": _sim_f32_from_bits,
+                "f64_to_bits": _sim_f64_to_bits, "f32_to_bits": _sim_f32_to_bits,
                 "math": _SimMath()}
     from numba.cuda import libdevice
     return {"f64_from_bits": libdevice.longlong_as_double,
-            "f32_from_bits": libdevice.int_as_float}
+            "f32_from_bits": libdevice.int_as_float,
+            "f64_to_bits": libdevice.double_as_longlong,
+            "f32_to_bits": libdevice.float_as_int}
 
 
 @functools.cache
