@@ -158,16 +158,23 @@ def parse(device):
 
 
 def empty_cache(device=None):
-    """Release the memory that CUDA ``device``'s caching allocator keeps for reuse.
+    """Free the buffers that ``device``'s caching allocator keeps for reuse.
 
-    ``device`` is a Device, ``"cuda"``/``"cuda:1"`` or None (every CUDA device in use).
-    A no-op for the CPU.
+    ``device`` is a Device, ``"cpu"``, ``"cuda"``/``"cuda:1"`` or None (the CPU
+    and every CUDA device in use).  Memory that tensors (or numpy views of
+    them) still use is not affected; ``ember.memory_stats`` shows the bytes.
+
+    >>> ember.empty_cache()
     """
+    from .memory import CPU_POOL
     if device is not None:
         d = parse(device)
-        if d.type != "cpu":
+        if d.type == "cpu":
+            CPU_POOL.empty_cache()
+        else:
             d.backend.empty_cache()
         return
+    CPU_POOL.empty_cache()
     from .backends import _BACKENDS
     for key, b in list(_BACKENDS.items()):
         if key != "cpu":

@@ -1,6 +1,6 @@
 """Parameter estimation for a damped oscillator, by autodiff through an unrolled ODE solver.
 
-    python examples/fit_ode.py
+    python examples/fit_ode.py [--quick]
 
 The oscillator ``x'' + 2 zeta omega x' + omega^2 x = 0`` is observed, with noise, at a few
 hundred times from three different initial states.  We recover the damping ratio ``zeta`` and
@@ -16,6 +16,7 @@ The frequency makes the loss non-convex (a wrong guess of omega fits a different
 oscillations), so the fit starts on the first part of the record and extends the time window as
 it converges, a standard curriculum for ODE fitting.
 """
+import argparse
 import math
 import time
 
@@ -65,6 +66,9 @@ def simulate(log_zeta, log_omega, s0, steps):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few iterations per window")
+    windows = [(span, 5) for span, _ in WINDOWS] if parser.parse_args().quick else WINDOWS
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     steps_total = round(T_END / DT)
@@ -81,7 +85,7 @@ def main():
     print(f"initial guess:    zeta = {START_ZETA:.4f}, omega = {START_OMEGA:.4f}")
     print(f"{len(INITIAL_STATES)} trajectories, {steps_total + 1} noisy samples each (sigma = {NOISE})")
     it = 0
-    for span, iterations in WINDOWS:
+    for span, iterations in windows:
         steps = round(span / DT)
         target = observed[:steps + 1]
         for _ in range(iterations):

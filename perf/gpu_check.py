@@ -2,12 +2,14 @@
 
 Run on a machine with an NVIDIA GPU (no simulator):
 
-    python perf/gpu_check.py            # tests + benchmarks
+    python perf/gpu_check.py            # tests + pool check + benchmarks
     python perf/gpu_check.py --bench    # benchmarks only
 
 Prints one line per benchmark: op, size, median time and effective bandwidth
 (bytes read + written / time), plus the device-to-host and host-to-device copy
-rates, so a later run on the same GPU can be compared by eye.
+rates, so a later run on the same GPU can be compared by eye.  The pool check
+verifies the caching allocator on real device memory (reuse, live views kept,
+empty_cache) and times an allocating add with and without reuse.
 """
 import os
 import subprocess
@@ -37,6 +39,61 @@ def _time(fn, device, repeat=20):
         samples.append(time.perf_counter() - t0)
     samples.sort()
     return samples[len(samples) // 2]
+
+
+def pool_check(n=1 << 24):
+    """The CUDA caching allocator on a real GPU; returns the number of failed checks."""
+    import gc
+
+    import numpy as np
+
+    import ember
+    dev = ember.Device.cuda()
+    x = ember.ones(n, device=dev)
+    y = x + 1
+    failed = []
+
+    def check(ok, what):
+        print(f"pool: {'ok  ' if ok else 'FAIL'} {what}", flush=True)
+        if not ok:
+            failed.append(what)
+
+    def ptr(t):
+        return t.__cuda_array_interface__["data"][0]
+
+    ember.empty_cache(dev)
+    z = x + y
+    ember.synchronize(dev)
+    first, before = ptr(z), ember.memory_stats(dev)
+    del z
+    gc.collect()
+    z = x * y
+    again = ptr(z)
+    after = ember.memory_stats(dev)
+    check(again == first and after["hits"] == before["hits"] + 1, "a freed block is reused")
+    view = dev.backend.device_array(z._data)          # a numba view outlives the tensor
+    taken = ptr(z)
+    del z
+    gc.collect()
+    w = x + 5
+    ember.synchronize(dev)
+    check(ptr(w) != taken and float(view[n - 1]) == 2.0, "a live numba view keeps its block")
+    del view, w
+    gc.collect()
+    ember.empty_cache(dev)
+    check(ember.memory_stats(dev)["bytes_cached"] == 0, "empty_cache frees the cached blocks")
+    check(np.array_equal((x + y).numpy()[:4], np.full(4, 3, np.float32)), "results after empty_cache")
+    # `._data` computes the sum now (with fusion on, an unread result is never computed)
+    reuse = _time(lambda: (x + y)._data, dev)
+
+    def fresh():  # what every add costs without the pool: a new cudaMalloc (and its free)
+        ember.empty_cache(dev)
+        return (x + y)._data
+
+    alloc = _time(fresh, dev)
+    print(f"pool: add {n} f32 {reuse * 1e3:.3f} ms reusing, {alloc * 1e3:.3f} ms with a fresh "
+          f"allocation each time; {ember.memory_stats(dev)}", flush=True)
+    return len(failed)
 
 
 def bench():
@@ -76,5 +133,6 @@ if __name__ == "__main__":
     rc = 0
     if "--bench" not in sys.argv:
         rc = run_tests()
+        rc = rc or int(pool_check() > 0)
     bench()
     sys.exit(rc)

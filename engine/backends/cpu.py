@@ -10,6 +10,7 @@ import numpy as np
 
 from . import cat_shape_and_fill, op_table
 from ..ir import Op
+from ..memory import empty
 
 
 class CpuBackend:
@@ -25,6 +26,7 @@ class CpuBackend:
         self._sort = sort
         self._index = index
         self._table = op_table(self)
+        launch.alloc = empty  # the kernels' outputs come from the caching pool too
 
     def execute(self, op, *inputs, **params):
         """Run IR op ``op`` on storage ``inputs`` with static ``params``."""
@@ -32,7 +34,7 @@ class CpuBackend:
 
     # --- elementwise --------------------------------------------------------
     def _elementwise(self, op, *inputs, shape, dtype):
-        return self._launch.elementwise(op.scalar, inputs, np.empty(shape, dtype.np))
+        return self._launch.elementwise(op.scalar, inputs, empty(shape, dtype.np))
 
     # --- reductions and scans -----------------------------------------------
     def _reduction(self, op, x, *, axes, dtype):
@@ -86,22 +88,22 @@ class CpuBackend:
     def _contiguous(self, op, x):
         if x.flags.c_contiguous:
             return x
-        return self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))
+        return self._launch.elementwise("identity", [x], empty(x.shape, x.dtype))
 
     def _slice_assign(self, op, x, values, *, index):
-        out = self._launch.elementwise("identity", [x], np.empty(x.shape, x.dtype))  # a new tensor
+        out = self._launch.elementwise("identity", [x], empty(x.shape, x.dtype))  # a new tensor
         self._launch.elementwise("identity", [values], out[index])
         return out
 
     def _cat(self, op, *xs, axis, dtype):
-        return cat_shape_and_fill(xs, axis, lambda shape: np.empty(shape, dtype.np),
+        return cat_shape_and_fill(xs, axis, lambda shape: empty(shape, dtype.np),
                                   lambda x, view: self._launch.elementwise("identity", [x], view))
 
     # --- creation and transfer ------------------------------------------------
     def _full(self, op, *, shape, value, dtype):
         if shape == ():
             return np.array(value, dtype.np)
-        return self._launch.elementwise("identity", [np.array(value, dtype.np)], np.empty(shape, dtype.np))
+        return self._launch.elementwise("identity", [np.array(value, dtype.np)], empty(shape, dtype.np))
 
     def _arange(self, op, *, start, stop, step, dtype):
         return np.arange(start, stop, step, dtype=dtype.np)

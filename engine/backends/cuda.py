@@ -6,31 +6,21 @@ element strides.  Views (reshape of contiguous data, permute, expand, slicing
 with any step, flip) change only that metadata, as numpy views do; kernels
 receive ``(buffer, offset, strides)`` and index through the strides.
 
-Memory comes from a caching allocator per device: a freed buffer goes back to
-a pool keyed by its (rounded) size and serves the next request of that size;
-``empty_cache()`` releases the pool.  Every kernel and copy of a device runs
-on that device's stream, in order, so a buffer can be reused as soon as its
-last user is queued; ``synchronize()`` waits for the stream.  Host copies
-(``TO_HOST``) synchronize themselves.
+Memory comes from a caching allocator per device (``ember.memory.Pool``): a
+freed buffer goes back to a pool keyed by its size class and serves the next
+request of that class; ``empty_cache()`` releases the pool.  Every kernel and
+copy of a device runs on that device's stream, in order, so a buffer can be
+reused as soon as its last user is queued; ``synchronize()`` waits for the
+stream.  Host copies (``TO_HOST``) synchronize themselves.
 """
 import math
 
 import numpy as np
 
+from .. import memory
 from ..dtypes import int64 as _I64
 from . import cat_shape_and_fill, op_table
 from ..ir import Op
-
-_ROUND = 512            # allocation granularity (bytes) of small blocks
-_LARGE = 1 << 20        # above this, blocks are rounded to whole MiB
-
-
-def _round(nbytes):
-    if nbytes <= _ROUND:
-        return _ROUND
-    if nbytes < _LARGE:
-        return 1 << (nbytes - 1).bit_length()
-    return -(-nbytes // _LARGE) * _LARGE
 
 
 def _c_strides(shape):
@@ -43,7 +33,7 @@ def _c_strides(shape):
 
 
 class Block:
-    """One device allocation; returns itself to its allocator's pool when no view needs it."""
+    """One pooled device allocation; goes back to its pool when no view needs it."""
 
     __slots__ = ("mem", "nbytes", "pool")
 
@@ -53,49 +43,10 @@ class Block:
         self.pool = pool
 
     def __del__(self):
-        pool = self.pool
-        if pool is not None:
-            try:
-                pool.release(self.mem, self.nbytes)
-            except Exception:  # interpreter shutdown
-                pass
-
-
-class CachingAllocator:
-    """Device buffers pooled by rounded size; ``stats()`` reports reuse."""
-
-    def __init__(self, cuda):
-        self._cuda = cuda
-        self._free = {}
-        self.cached_bytes = 0
-        self.hits = 0
-        self.misses = 0
-
-    def alloc(self, nbytes):
-        size = _round(nbytes)
-        free = self._free.get(size)
-        if free:
-            self.hits += 1
-            self.cached_bytes -= size
-            return Block(free.pop(), size, self)
-        self.misses += 1
         try:
-            mem = self._cuda.device_array(size, np.uint8)
-        except Exception:  # out of memory: give the cached blocks back and retry once
-            self.empty_cache()
-            mem = self._cuda.device_array(size, np.uint8)
-        return Block(mem, size, self)
-
-    def release(self, mem, size):
-        self._free.setdefault(size, []).append(mem)
-        self.cached_bytes += size
-
-    def empty_cache(self):
-        self._free.clear()
-        self.cached_bytes = 0
-
-    def stats(self):
-        return {"hits": self.hits, "misses": self.misses, "cached_bytes": self.cached_bytes}
+            self.pool.release(self.mem, self.nbytes)
+        except Exception:  # interpreter shutdown
+            pass
 
 
 class CudaArray:
@@ -203,7 +154,8 @@ class CudaBackend:
 
         from ember.kernels.cpu.launch import merge_dims
         from ember.kernels.cpu.reduce import _identity
-        from ember.kernels.cuda import builder, elementwise, index, linalg, reduce, sort
+        from ember.kernels.cuda import builder, elementwise, linalg, reduce, sort
+        from ember.kernels.cuda import index as index_kernels  # not `index`: the GPU number
 
         self.cuda = cuda
         self.index = index
@@ -213,11 +165,15 @@ class CudaBackend:
         self._identity = _identity
         self._k = {"map": {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3},
                    "ew": elementwise, "reduce": reduce, "linalg": linalg, "sort": sort,
-                   "index": index}
+                   "index": index_kernels}
         self._multi = len(cuda.gpus) > 1
         with self._context():
             self.stream = cuda.stream()
-        self.allocator = CachingAllocator(cuda)
+        # EMBER_POOL_MAX caps the cache; without it, a failed allocation empties the cache
+        # and retries (the pool's acquire)
+        self.allocator = memory.Pool(f"cuda:{index}",
+                                     lambda size: cuda.device_array(size, np.uint8),
+                                     memory.LIMIT, memory.ENABLED)
         _BACKENDS[index] = self
         self._table = op_table(self)
 
@@ -245,14 +201,16 @@ class CudaBackend:
         self.allocator.empty_cache()
 
     def memory_stats(self):
+        """This device's allocator counters (see ``ember.memory_stats``)."""
         return self.allocator.stats()
 
     def empty(self, shape, dtype):
         """A new C-contiguous array from the caching allocator."""
         dtype = np.dtype(dtype)
         shape = tuple(int(n) for n in shape)
-        block = self.allocator.alloc(max(1, math.prod(shape)) * dtype.itemsize)
-        buf = block.mem.view(dtype)
+        mem, size = self.allocator.acquire(max(1, math.prod(shape)) * dtype.itemsize)
+        block = Block(mem, size, self.allocator)
+        buf = mem.view(dtype)
         return CudaArray(block, buf, 0, shape, _c_strides(shape), dtype, self.index)
 
     def _launch(self, kern, blocks, threads, *args):
@@ -552,7 +510,8 @@ class CudaBackend:
         return out
 
     def _from_host(self, op, array):
-        a = np.ascontiguousarray(array)
+        a = np.asarray(array)
+        a = np.ascontiguousarray(a) if a.ndim else a.copy()   # ascontiguousarray makes 0-d 1-d
         out = self.empty(a.shape, a.dtype)
         if a.size:
             out.buf[:a.size].copy_to_device(a.reshape(-1), stream=self.stream)
@@ -587,7 +546,9 @@ class CudaBackend:
             view = np.lib.stride_tricks.as_strided(
                 base[low:], x.shape, tuple(abs(s) * item for s in x.strides))
             view = view[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in x.strides)]
-            return FakeCUDAArray(view)
+            arr = FakeCUDAArray(view)
+            arr._ember_owner = x   # keeps the pooled block alive (as_cuda_array's owner does below)
+            return arr
         return self.cuda.as_cuda_array(x)
 
 

@@ -18,6 +18,7 @@ import operator
 import numpy as np
 from numba import prange
 
+from . import launch
 from .builder import kernel
 from .launch import PARALLEL_MIN, operand
 from .sort import normalize_axis
@@ -336,7 +337,7 @@ def gather(x, axis, index):
     axis = normalize_axis("gather", axis, x.ndim)
     index = _int_index("gather", index)
     _check_shapes("gather", x, axis, index)
-    out = np.empty(index.shape, x.dtype)
+    out = launch.alloc(index.shape, x.dtype)
     if index.size == 0:
         return out
     if x.ndim == 0:
@@ -375,7 +376,7 @@ def index_select(x, axis, indices):
         return x.copy()
     check_index("index_select", indices, x.shape[axis], axis)
     shape = x.shape[:axis] + (indices.size,) + x.shape[axis + 1:]
-    out = np.empty(shape, x.dtype)
+    out = launch.alloc(shape, x.dtype)
     if out.size == 0:
         return out
     xb, xo, xst = operand(_bits(x, "index_select"))
@@ -407,7 +408,8 @@ def scatter(x, axis, index, values, reduce="assign"):
     index = _int_index("scatter", index)
     _check_shapes("scatter", x, axis, index)
     values = _scatter_values(x, index, values)
-    out = np.array(x, order="C", copy=True)
+    out = launch.alloc(x.shape, x.dtype)
+    np.copyto(out, x)
     if index.size == 0:
         return out
     if x.ndim == 0:

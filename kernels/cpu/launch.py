@@ -17,6 +17,11 @@ from .builder import kernel
 # elements for exp and 2M for add.
 PARALLEL_MIN = 1 << 19
 
+# Kernel outputs are allocated with ``alloc(shape, dtype)``: np.empty, or Ember's caching pool
+# once the CPU backend installs it (kernels import nothing from the engine).  Pooled memory is
+# dirty: ``alloc`` is only for arrays that are written completely.
+alloc = np.empty
+
 _TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
 _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)

@@ -17,6 +17,7 @@ import math
 import numpy as np
 from numba import prange
 
+from . import launch
 from .builder import kernel
 from .launch import PARALLEL_MIN
 
@@ -108,7 +109,7 @@ def _dummy(dtype):
 def sgd(p, g, buf, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
         maximize=False, first=False):
     """The new parameter after one SGD step; updates momentum buffer ``buf`` (or None) in place."""
-    out = np.empty_like(p)
+    out = launch.alloc(p.shape, p.dtype)
     if p.size:
         _pick(kernel(sgd_update), p.size)(
             p, g, _dummy(p.dtype) if buf is None else buf, out, float(lr), float(momentum),
@@ -119,7 +120,7 @@ def sgd(p, g, buf, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=F
 def adam(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay=0.0, decoupled=False,
          maximize=False):
     """The new parameter after Adam/AdamW step number ``step`` (1-based); updates the moments in place."""
-    out = np.empty_like(p)
+    out = launch.alloc(p.shape, p.dtype)
     if p.size:
         bc1 = 1 - beta1 ** step
         bc2_sqrt = (1 - beta2 ** step) ** 0.5

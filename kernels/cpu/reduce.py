@@ -33,6 +33,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from . import launch
 from .builder import kernel
 from .launch import PARALLEL_MIN, elementwise
 
@@ -210,7 +211,7 @@ def _identity(op, dtype):
 
 def _copy(x, dtype):
     """A fresh C-contiguous copy of ``x`` in ``dtype``."""
-    out = np.empty(x.shape, dtype)
+    out = launch.alloc(x.shape, dtype)
     return elementwise("identity" if dtype.kind != "b" or x.dtype.kind == "b" else "to_bool",
                        [x], out)
 
@@ -220,7 +221,7 @@ def _run_fold(op, x3, init):
 
     Returns a fresh (outer, inner) array of that dtype."""
     outer, n, inner = x3.shape
-    out = np.empty((outer, inner), init.dtype)
+    out = launch.alloc((outer, inner), init.dtype)
     nsplit = 1
     ob = outer
     k = kernel(fold, op)
@@ -381,7 +382,7 @@ def arg_reduce(op, x, axis):
             x = _copy(x, x.dtype)
         x3 = x.reshape(math.prod(x.shape[:axis]), n, math.prod(x.shape[axis + 1:]))
     outer, n, inner = x3.shape
-    out = np.empty(outer * inner, np.int64)
+    out = launch.alloc(outer * inner, np.int64)
     k = kernel(arg_fold, "gt" if op == "argmax" else "lt")
     nsplit = 1
     if x3.size < ARG_PARALLEL_MIN:

@@ -18,6 +18,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from . import launch
 from .builder import kernel
 from .launch import PARALLEL_MIN
 from .reduce import SPLIT_MIN, TASKS_PER_THREAD, TILE, _check_dtype, _copy
@@ -114,7 +115,7 @@ def scan(op, x, axis, out_dtype):
     if x.flags.c_contiguous and (x.dtype == out_dtype or (
             op in ("add", "mul") and np.can_cast(x.dtype, out_dtype, "safe"))):
         src = x  # read directly, a narrower dtype included (bool or int32 into int64)
-        out = np.empty(x.shape, out_dtype)
+        out = launch.alloc(x.shape, out_dtype)
     else:  # cast / gather once, then scan in place
         src = out = _copy(x, out_dtype)
     shape = x.shape

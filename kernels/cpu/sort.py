@@ -24,6 +24,7 @@ import operator
 import numpy as np
 from numba import prange
 
+from . import launch
 from .builder import kernel
 from .launch import PARALLEL_MIN
 
@@ -205,8 +206,8 @@ def _sort_last(name, x, descending):
     udtype, kind, full, sign, absmask, inf = _key_masks(name, x.dtype)
     shape = x.shape
     n = shape[-1]
-    values = np.empty(shape, x.dtype)
-    indices = np.empty(shape, np.int64)
+    values = launch.alloc(shape, x.dtype)
+    indices = launch.alloc(shape, np.int64)
     if x.size == 0:
         return values, indices
     bits = np.ascontiguousarray(x.view(udtype)).reshape(-1, n)

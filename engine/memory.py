@@ -1,0 +1,266 @@
+"""Caching allocator: freed buffers are kept by size and reused (DESIGN §8).
+
+A fresh large buffer is expensive on the CPU: glibc serves it with new mmap
+pages, so the first write page-faults and the kernel zeroes every page (a pass
+over memory before the op's own pass).  A ``Pool`` keeps the raw blocks of dead
+tensors, keyed by size class, and hands them out again.
+
+CPU: ``empty(shape, dtype)`` returns a numpy array whose ``.base`` is a small
+``_Holder``; the holder exports the raw block through ``__array_interface__``,
+and numpy keeps the exporting object as the base of every view of the memory
+(reshapes, slices, ``t.numpy()``, arrays made by Numba).  The block goes back
+to the pool only when the holder dies, i.e. when no array can see the memory.
+Only allocations of at least ``CPU_MIN_BYTES`` use the pool: a small
+``np.empty`` is reused by malloc without page faults and costs 0.15 us, less
+than the holder.  Pooled memory is dirty: it is used only for arrays that are
+written completely (op outputs), never for ``ember.empty`` (zeros).
+
+Each CUDA device has its own ``Pool`` (``engine/backends/cuda.py``), with
+blocks held by ``Block`` objects in the same way.
+
+Environment: ``EMBER_POOL=0`` turns pooling off (CPU arrays come from
+``np.empty``; CUDA blocks are freed when released), ``EMBER_POOL_MAX`` caps the
+bytes a pool keeps cached (``512M``, ``2G``, a byte count; default: an eighth
+of the RAM on the CPU, no cap on CUDA, where a failed allocation releases the
+cache and retries).
+"""
+import math
+import operator
+import os
+import threading
+
+import numpy as np
+
+# Below this many bytes CPU arrays come from np.empty (see the module docstring
+# and docs/decisions.md "Memory pool" for the measurements).
+CPU_MIN_BYTES = 1 << 20
+_SMALLEST_CLASS = 512
+
+
+def _parse_bytes(text, name):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = units.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if t[-1:] in units else t)
+    except ValueError:
+        raise ValueError(f"ember: {name}={text!r} is not a size (examples: 0, 512M, 2G)") from None
+    return int(value * scale)
+
+
+def _default_cpu_limit():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8
+    except (ValueError, OSError, AttributeError):
+        return 1 << 30
+
+
+ENABLED = os.environ.get("EMBER_POOL", "1").strip().lower() not in ("0", "false", "off", "no")
+_LIMIT = os.environ.get("EMBER_POOL_MAX")
+LIMIT = _parse_bytes(_LIMIT, "EMBER_POOL_MAX") if _LIMIT else None
+
+
+def size_class(nbytes):
+    """``nbytes`` rounded up to one of 8 sizes per power of two (at most 12.5 % more), >= 512.
+
+    Nearby sizes share a class, so a slightly different shape still reuses a block.
+    """
+    if nbytes <= _SMALLEST_CLASS:
+        return _SMALLEST_CLASS
+    shift = nbytes.bit_length() - 4
+    return -(-nbytes >> shift) << shift
+
+
+class Pool:
+    """Raw blocks of one device, cached by size class for reuse.
+
+    ``allocate(size)`` makes a fresh block of ``size`` bytes.  ``acquire``
+    returns ``(block, size)``; the owner calls ``release(block, size)`` when no
+    view of the block is left.  ``limit`` caps the cached bytes (None: no cap,
+    0: nothing is cached); above it the least recently released sizes go first.
+    Thread-safe: a lock guards the free lists and counters.  It is reentrant
+    because a release can run inside an acquire (a garbage collection triggered
+    there finalizing a holder); every step leaves the state consistent.
+    """
+
+    def __init__(self, device, allocate, limit=None, enabled=True, min_bytes=0):
+        self.device = device
+        self.enabled = enabled
+        self.min_bytes = min_bytes
+        self._limit = (math.inf if limit is None else limit) if enabled else 0
+        self._allocate = allocate
+        self._free = {}   # size -> [block, ...]; dict order = least recently released first
+        self._lock = threading.RLock()
+        self.bytes_in_use = self.bytes_cached = self.peak = 0
+        self.allocations = self.hits = self.evictions = 0
+
+    @property
+    def limit(self):
+        """The cap on cached bytes (None: no cap)."""
+        return None if self._limit == math.inf else self._limit
+
+    def reset_peak(self):
+        """Start peak tracking again from the bytes in use now."""
+        with self._lock:
+            self.peak = self.bytes_in_use
+
+    def acquire(self, nbytes):
+        """A block of at least ``nbytes``: a cached one of the same size class, else a fresh one."""
+        size = size_class(nbytes)
+        with self._lock:
+            self.allocations += 1
+            free = self._free.get(size)
+            if free:
+                block = free.pop()
+                if not free:
+                    del self._free[size]
+                self.hits += 1
+                self.bytes_cached -= size
+                in_use = self.bytes_in_use = self.bytes_in_use + size
+                if in_use > self.peak:
+                    self.peak = in_use
+                return block, size
+        try:
+            block = self._allocate(size)
+        except Exception:  # out of memory (MemoryError, CudaAPIError): drop the cache, retry once
+            if not self.bytes_cached:
+                raise
+            self.empty_cache()
+            block = self._allocate(size)
+        with self._lock:
+            in_use = self.bytes_in_use = self.bytes_in_use + size
+            if in_use > self.peak:
+                self.peak = in_use
+        return block, size
+
+    def release(self, block, size):
+        """Take back ``block`` (no view of it is left); cache it, evicting over the limit."""
+        with self._lock:
+            self.bytes_in_use -= size
+            if size > self._limit:
+                return
+            free = self._free.pop(size, None)
+            if free is None:
+                free = [block]
+            else:
+                free.append(block)
+            self._free[size] = free     # (re)inserted last: the most recently released size
+            cached = self.bytes_cached = self.bytes_cached + size
+            if cached <= self._limit:
+                return
+            dropped = self._evict()
+        del dropped
+
+    def _evict(self):
+        dropped = []
+        while self.bytes_cached > self._limit:
+            size = next(iter(self._free))
+            blocks = self._free[size]
+            dropped.append(blocks.pop(0))
+            if not blocks:
+                del self._free[size]
+            self.bytes_cached -= size
+            self.evictions += 1
+        return dropped   # freed by the caller, outside the lock
+
+    def empty_cache(self):
+        """Free every cached block (blocks in use are unaffected)."""
+        with self._lock:
+            free, self._free = self._free, {}
+            self.bytes_cached = 0
+        del free
+
+    def stats(self):
+        """The counters as a dict (see ``ember.memory_stats``)."""
+        with self._lock:
+            return {
+                "device": self.device,
+                "enabled": self.enabled,
+                "bytes_in_use": self.bytes_in_use,
+                "bytes_cached": self.bytes_cached,
+                "peak_bytes_in_use": self.peak,
+                "allocations": self.allocations,
+                "hits": self.hits,
+                "misses": self.allocations - self.hits,
+                "evictions": self.evictions,
+                "cached_blocks": sum(len(b) for b in self._free.values()),
+                "limit": self.limit,
+                "min_bytes": self.min_bytes,
+            }
+
+
+# --- CPU --------------------------------------------------------------------------------------
+
+class _Holder:
+    """The base of every array on a pooled CPU block; returns the block when it dies."""
+
+    __slots__ = ("__array_interface__", "block", "size")
+
+    def __init__(self, block, size, shape, typestr):
+        self.block = block      # (raw uint8 array, its address)
+        self.size = size
+        self.__array_interface__ = {"data": (block[1], False), "shape": shape,
+                                    "typestr": typestr, "version": 3}
+
+    def __del__(self):
+        try:
+            CPU_POOL.release(self.block, self.size)
+        except Exception:  # interpreter shutdown: the module is being torn down
+            pass
+
+
+def _cpu_allocate(size):
+    raw = np.empty(size, np.uint8)
+    return raw, raw.ctypes.data
+
+
+CPU_POOL = Pool("cpu", _cpu_allocate, _default_cpu_limit() if LIMIT is None else LIMIT,
+                ENABLED, CPU_MIN_BYTES)
+_MIN = CPU_MIN_BYTES if ENABLED else math.inf
+
+
+def empty(shape, dtype):
+    """An uninitialised C-contiguous array for an output that will be written completely.
+
+    Pooled from ``CPU_MIN_BYTES`` up; ``np.empty`` below, or when pooling is off.
+    ``shape`` is an int or a tuple, ``dtype`` anything ``np.dtype`` takes.
+    """
+    try:    # the common call: a tuple and an np.dtype (no checks: this runs for every op)
+        nbytes = math.prod(shape) * dtype.itemsize
+    except (TypeError, AttributeError):  # an int shape, a dtype given as a type or a name
+        shape = tuple(shape) if hasattr(shape, "__len__") else (operator.index(shape),)
+        dtype = np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _MIN:
+        return np.empty(shape, dtype)
+    block, size = CPU_POOL.acquire(nbytes)
+    return np.asarray(_Holder(block, size, tuple(shape), dtype.str))
+
+
+# --- public -----------------------------------------------------------------------------------
+
+def memory_stats(device=None):
+    """Counters of ``device``'s caching allocator as a dict (default: the default device).
+
+    ``bytes_in_use``: bytes of pooled blocks that some array can still see;
+    ``bytes_cached``: bytes of freed blocks kept for reuse; ``peak_bytes_in_use``:
+    the highest ``bytes_in_use`` so far; ``allocations``: pooled requests, of which
+    ``hits`` reused a cached block and ``misses`` allocated a fresh one;
+    ``evictions``: blocks freed because the cache exceeded ``limit`` (bytes,
+    None: no cap); ``cached_blocks``; ``enabled`` (``EMBER_POOL``); ``min_bytes``.
+
+    Sizes are size classes (a request rounded up by at most 12.5 %).  On the CPU
+    only allocations of at least ``min_bytes`` (1 MiB) go through the pool and
+    are counted: op outputs and copies made by Ember's kernels; small arrays,
+    ``from_numpy`` data and numpy temporaries are not.  On CUDA every buffer
+    Ember allocates is counted.
+
+    >>> x = ember.ones(1 << 20)          # 4 MiB: a pooled block
+    >>> ember.memory_stats("cpu")["bytes_in_use"] >= 4 << 20
+    True
+    """
+    from .device import parse
+    d = parse(device)
+    if d.type == "cpu":
+        return CPU_POOL.stats()
+    return d.backend.memory_stats()
