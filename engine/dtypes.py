@@ -31,6 +31,7 @@ class DType:
     """An Ember dtype: a numpy dtype plus its kind.  Compares equal to the numpy dtype."""
 
     __slots__ = ("name", "np", "kind", "itemsize")
+    quantized = False   # True only for QFloat; dispatch tests it once per input
 
     def __init__(self, name, np_dtype, kind):
         self.name = name
@@ -66,6 +67,29 @@ int64 = DType("int64", np.int64, Int)
 uint8 = DType("uint8", np.uint8, Int)
 bool_ = DType("bool", np.bool_, Bool)
 
+
+class QFloat(DType):
+    """The dtype of a quantized tensor (``ember.quant``): kind Float, carrying its ``QuantScheme``.
+
+    Its values are stored as integers plus float32 scales; they read as float32 (``np``), and
+    promotion with other dtypes treats them as float32.  Two QFloats are equal when their
+    schemes are; ``ember.quant.qfloat(scheme)`` gives the one instance per scheme.
+    """
+
+    __slots__ = ("scheme",)
+    quantized = True
+
+    def __init__(self, scheme):
+        super().__init__(f"qfloat[{scheme.describe()}]", np.float32, Float)
+        self.scheme = scheme
+
+    def __eq__(self, other):
+        return isinstance(other, QFloat) and other.scheme == self.scheme
+
+    def __hash__(self):
+        return hash(("qfloat", self.scheme))
+
+
 ALL = (float32, float64, int8, int16, int32, int64, uint8, bool_)
 _BY_NP = {d.np: d for d in ALL}
 DEFAULT_FLOAT = float32
@@ -84,7 +108,9 @@ def from_numpy(np_dtype):
 def as_dtype(dtype):
     """Accept ember dtypes, numpy dtypes, Python types and names."""
     if isinstance(dtype, DType):
-        return dtype
+        # a QFloat where a dtype is asked for (zeros_like(q), q.cast(q.dtype)) means its float
+        # dtype: only quantize() makes quantized tensors
+        return float32 if dtype.quantized else dtype
     if dtype is float:
         return DEFAULT_FLOAT
     if dtype is int:
@@ -105,7 +131,8 @@ def promote(a, b):
     key = (a, b)
     d = _PROMOTE.get(key)
     if d is None:
-        d = _PROMOTE[key] = from_numpy(np.result_type(a.np, b.np))
+        # a dtype with itself is itself (numpy's answer, and a QFloat stays quantized: cat)
+        d = _PROMOTE[key] = a if a is b else from_numpy(np.result_type(a.np, b.np))
     return d
 
 

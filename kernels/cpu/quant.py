@@ -1,0 +1,444 @@
+"""Quantization kernels on the CPU: calibration, quantize, dequantize, pack/unpack, matmul.
+
+The math is DESIGN §5's symmetric scheme.  Its scalar definitions are the functions in the
+first section below, written once: the CPU templates call them njit-compiled and inlined,
+``kernels/cuda/quant.py`` compiles the same functions as CUDA device functions.  Templates
+call them through upper-case globals (``QUANTIZE``, ``DEQUANTIZE``, ...) that ``kernel``
+binds, as ``builder.kernel`` binds ``OP``; packed templates also get their width as the
+compile-time constants ``BITS`` and ``VPB`` (values per byte), so a kernel exists per width.
+
+Geometry.  A quantized tensor is seen as a 3-D array ``(L, R, C)`` (``C`` the innermost
+dim) cut into blocks of ``(bm, bn)`` over its last two dims; block ``(l, gr, gc)`` covers
+rows ``gr*bm ..`` and columns ``gc*bn ..`` of slice ``l`` (the last blocks may be partial)
+and has the scale ``scales[l, gr, gc]``.  A per-tensor scale is the single block
+``(bm, bn) = (R, C)`` of ``L = 1``.
+
+Packing (PACKED_U32).  A row of ``C`` values becomes ``ceil(C / PER)`` uint32 words, with
+``PER = 32 // BITS``: value ``c`` sits in bits ``(c % PER) * BITS ..`` of word ``c // PER``
+(the first value in the lowest bits), as a ``BITS``-bit two's complement; padding bits are 0.
+On a little-endian machine that is also "value ``c`` in field ``c % VPB`` of byte ``c // VPB``",
+which is how the CPU kernels read and write them (bytes vectorise better than words).
+
+The launchers at the end take numpy arrays and return new ones; they never raise for bad
+data, they report it (``finite``) and leave the message to ``ember.quant``.
+"""
+import functools
+
+import numpy as np
+from numba import njit, prange
+
+from ..rebind import specialize
+from .builder import JIT_OPTIONS, Kernel
+from .launch import PARALLEL_MIN
+
+FLT_MIN = np.float32(np.finfo(np.float32).tiny)  # the scale of a zero range (never a division by 0)
+RNE_MAGIC = 4503599627370496.0                   # 2**52: (a + M) - M rounds 0 <= a < 2**51 to even
+CHUNK = 1 << 14                                  # elements of a row per parallel task
+
+
+# --------------------------------------------------------------------------
+# scalar definitions (also compiled for CUDA by kernels/cuda/quant.py)
+
+
+def scale_of(amax, half):
+    """``2 * max|x| / (b - a)``, written ``max|x| / half`` with ``half = (b - a) / 2`` (exact in
+    float32, and no overflow near the float32 maximum); a zero range gives FLT_MIN.  NaN stays NaN."""
+    s = amax / half
+    return FLT_MIN if s < FLT_MIN else s
+
+
+def quantize_value(x, scale, lo, hi):
+    """``clamp(round_half_away_from_zero(x / scale), lo, hi)`` as a float holding an integer.
+
+    The division runs in ``x``'s precision (the contract's ``x / scale``).  Rounding adds and
+    subtracts 2**52 in float64, exact for the clamped magnitudes (<= 128), then moves ties
+    away from zero: plain arithmetic, so the CPU loop vectorises.
+    """
+    v = x / scale
+    v = hi if v > hi else v
+    v = lo if v < lo else v
+    a = np.float64(abs(v))
+    r = (a + RNE_MAGIC) - RNE_MAGIC
+    r = r + 1.0 if a - r == 0.5 else r
+    return -r if v < 0 else r
+
+
+def dequantize_value(q, scale):
+    """``scale * q`` in float32 (the value every target and layout agrees on)."""
+    return np.float32(q) * scale
+
+
+def pack_value(q, shift, bits):
+    """Integer ``q`` as a ``bits``-bit two's complement field at ``shift`` (an int64 to OR into a word)."""
+    return (np.int64(q) & ((1 << bits) - 1)) << shift
+
+
+def unpack_value(word, shift, bits):
+    """The signed ``bits``-bit field of ``word`` at ``shift`` (bits <= 8), as an int8.
+
+    The field is moved to the top of a byte, and an arithmetic shift back sign-extends it;
+    staying in int8 lets the CPU loop convert to float with vector instructions."""
+    return np.int8(np.int8((word >> shift) << (8 - bits)) >> (8 - bits))
+
+
+SCALARS = {"SCALE": scale_of, "QUANTIZE": quantize_value, "DEQUANTIZE": dequantize_value,
+           "PACK": pack_value, "UNPACK": unpack_value}
+
+
+@functools.cache
+def _compiled_scalars():
+    return {k: njit(inline="always", **JIT_OPTIONS)(specialize(f, f.__name__))
+            for k, f in SCALARS.items()}
+
+
+class _QuantKernel(Kernel):
+    """``builder.Kernel`` with the scalar definitions bound, and a packing width for packed templates."""
+
+    def __init__(self, template, bits):
+        self.name = template.__name__ + (f"__{bits}bit" if bits else "")
+        bindings = dict(_compiled_scalars())
+        if bits:
+            bindings.update(BITS=bits, VPB=8 // bits)
+            bindings["SPAN"] = njit(inline="always", **JIT_OPTIONS)(
+                specialize(_unpack_span, f"_unpack_span__{bits}bit", **bindings))
+        self._fn = (specialize(template, self.name, **bindings),
+                    specialize(template, self.name + "__par", **bindings))
+        self._serial = self._parallel = None
+
+
+@functools.cache
+def kernel(template, bits=0):
+    """The compiled template (``.serial`` / ``.parallel``), disk-cached like every Ember kernel."""
+    return _QuantKernel(template, bits)
+
+
+def _pick(k, n):
+    return k.parallel if n >= PARALLEL_MIN else k.serial
+
+
+# --------------------------------------------------------------------------
+# templates
+
+
+def absmax_flat(bits, absmask, parts):
+    """``parts[t]``: the largest ``|x|`` of chunk ``t`` of flat ``x``, as the integer bits of ``x``.
+
+    Non-negative floats order as their bits, so the maximum is an integer maximum (which
+    vectorises, where a float one does not without fastmath); NaN and inf give bits >= inf's.
+    """
+    n = bits.shape[0]
+    for t in prange(parts.shape[0]):
+        seg = bits[t * CHUNK:min(n, (t + 1) * CHUNK)]
+        m = absmask & 0
+        for i in range(seg.shape[0]):
+            v = seg[i] & absmask
+            m = v if v > m else m
+        parts[t] = m
+
+
+def absmax_blocks(bits, absmask, bm, bn, out):
+    """``out[l, gr, gc]``: the largest ``|x|`` bits of each ``(bm, bn)`` block of ``(L, R, C)`` x."""
+    L, R, C = bits.shape
+    GR, GC = out.shape[1], out.shape[2]
+    per_task = max(1, CHUNK // bn)                 # block columns per task
+    ncg = (GC + per_task - 1) // per_task
+    for t in prange(L * GR * ncg):
+        cg = t % ncg
+        gr = (t // ncg) % GR
+        l = t // (ncg * GR)
+        r0 = gr * bm
+        r1 = min(R, r0 + bm)
+        for g in range(cg * per_task, min(GC, (cg + 1) * per_task)):
+            c0 = g * bn
+            m = absmask & 0
+            for r in range(r0, r1):
+                seg = bits[l, r, c0:min(C, c0 + bn)]
+                for i in range(seg.shape[0]):
+                    v = seg[i] & absmask
+                    m = v if v > m else m
+            out[l, gr, g] = m
+
+
+def scales_from_amax(amax, half, out):
+    for i in prange(amax.shape[0]):
+        out[i] = SCALE(amax[i], half)
+
+
+def quantize_blocks(x, scales, bm, bn, lo, hi, out):
+    """``out = QUANTIZE(x, scale of its block)`` for ``(L, R, C)`` x; one task per row chunk."""
+    L, R, C = x.shape
+    ncc = (C + CHUNK - 1) // CHUNK
+    for t in prange(L * R * ncc):
+        cc = t % ncc
+        r = (t // ncc) % R
+        l = t // (ncc * R)
+        gr = r // bm
+        c = cc * CHUNK
+        end = min(C, c + CHUNK)
+        while c < end:                              # one block segment at a time
+            g = c // bn
+            seg = min(end, (g + 1) * bn)
+            s = scales[l, gr, g]
+            src = x[l, r, c:seg]
+            dst = out[l, r, c:seg]
+            for i in range(seg - c):
+                dst[i] = QUANTIZE(src[i], s, lo, hi)
+            c = seg
+
+
+def dequantize_native(q, scales, bm, bn, r0, c0, out):
+    """``out[l, i, j] = DEQUANTIZE(q[l, r0 + i, c0 + j], its scale)``: the window of int8 ``q``
+    at ``(r0, c0)`` the size of ``out`` (the whole tensor, or a matmul tile)."""
+    L, TR, TC = out.shape
+    ncc = (TC + CHUNK - 1) // CHUNK
+    for t in prange(L * TR * ncc):
+        cc = t % ncc
+        i = (t // ncc) % TR
+        l = t // (ncc * TR)
+        r = r0 + i
+        gr = r // bm
+        c = c0 + cc * CHUNK
+        end = min(c0 + TC, c + CHUNK)
+        while c < end:
+            g = c // bn
+            seg = min(end, (g + 1) * bn)
+            s = scales[l, gr, g]
+            src = q[l, r, c:seg]
+            dst = out[l, i, c - c0:seg - c0]
+            for j in range(seg - c):
+                dst[j] = DEQUANTIZE(src[j], s)
+            c = seg
+
+
+def _unpack_span(row, c, seg, s, dst):
+    """``dst[j - c] = DEQUANTIZE(value j of byte row, s)`` for ``c <= j < seg``.
+
+    Works on the bytes of the words (little-endian: value ``j`` is field ``j % VPB`` of byte
+    ``j // VPB``, the same field ``UNPACK`` reads from the word); whole bytes in the middle
+    unroll over their ``VPB`` fields, which vectorises."""
+    head = min(seg, (c + VPB - 1) // VPB * VPB)
+    body = head + (seg - head) // VPB * VPB
+    for j in range(c, head):
+        dst[j - c] = DEQUANTIZE(UNPACK(row[j // VPB], (j % VPB) * BITS, BITS), s)
+    src = row[head // VPB:body // VPB]     # slices indexed from 0: LLVM vectorises those
+    mid = dst[head - c:body - c]
+    for b in range(src.shape[0]):
+        x = src[b]
+        for k in range(VPB):
+            mid[b * VPB + k] = DEQUANTIZE(UNPACK(x, k * BITS, BITS), s)
+    for j in range(body, seg):
+        dst[j - c] = DEQUANTIZE(UNPACK(row[j // VPB], (j % VPB) * BITS, BITS), s)
+
+
+def dequantize_packed(data, scales, bm, bn, r0, c0, out):
+    """``dequantize_native`` reading ``BITS``-bit values from packed words, given as their bytes."""
+    L, TR, TC = out.shape
+    ncc = (TC + CHUNK - 1) // CHUNK
+    for t in prange(L * TR * ncc):
+        cc = t % ncc
+        i = (t // ncc) % TR
+        l = t // (ncc * TR)
+        r = r0 + i
+        gr = r // bm
+        c = c0 + cc * CHUNK
+        end = min(c0 + TC, c + CHUNK)
+        row = data[l, r]
+        while c < end:
+            g = c // bn
+            seg = min(end, (g + 1) * bn)
+            SPAN(row, c, seg, scales[l, gr, g], out[l, i, c - c0:seg - c0])
+            c = seg
+
+
+def pack_rows(q, data):
+    """Rows of int8 ``q`` ``(rows, C)`` -> packed words, written as their bytes ``(rows, 4 * nw)``."""
+    rows, C = q.shape
+    nb = data.shape[1]
+    full = C // VPB                                # bytes without padding
+    per_task = max(1, CHUNK // VPB)
+    nt = (nb + per_task - 1) // per_task
+    for t in prange(rows * nt):
+        r = t // nt
+        b0 = (t % nt) * per_task
+        b1 = min(nb, b0 + per_task)
+        m = min(b1, full)
+        src = q[r, b0 * VPB:m * VPB]
+        dst = data[r, b0:m]
+        for b in range(dst.shape[0]):
+            acc = np.int64(0)
+            for k in range(VPB):                   # a constant trip count: unrolled
+                acc |= PACK(src[b * VPB + k], k * BITS, BITS)
+            dst[b] = acc
+        for b in range(max(b0, full), b1):         # the last, padded byte(s) of the row
+            acc = np.int64(0)
+            for k in range(max(0, min(VPB, C - b * VPB))):
+                acc |= PACK(q[r, b * VPB + k], k * BITS, BITS)
+            data[r, b] = acc
+
+
+def unpack_rows(data, out):
+    """Packed words, given as their bytes ``(rows, 4 * nw)`` -> the ``(rows, C)`` int8 values."""
+    rows, C = out.shape
+    nc = (C + CHUNK - 1) // CHUNK                  # CHUNK is a multiple of VPB
+    for t in prange(rows * nc):
+        r = t // nc
+        c0 = (t % nc) * CHUNK
+        c1 = min(C, c0 + CHUNK)
+        body = c0 + (c1 - c0) // VPB * VPB
+        src = data[r, c0 // VPB:body // VPB]
+        dst = out[r, c0:body]
+        for b in range(src.shape[0]):
+            x = src[b]
+            for k in range(VPB):
+                dst[b * VPB + k] = UNPACK(x, k * BITS, BITS)
+        for j in range(body, c1):
+            out[r, j] = UNPACK(data[r, j // VPB], (j % VPB) * BITS, BITS)
+
+
+# --------------------------------------------------------------------------
+# launchers (numpy arrays in, numpy arrays out)
+
+
+def _bits(x):
+    """``x`` viewed as integers of its width, the mask of |x| and the bits of +inf."""
+    if x.dtype == np.float32:
+        return x.view(np.int32), np.int32(0x7FFFFFFF), 0x7F800000
+    return x.view(np.int64), np.int64(0x7FFFFFFFFFFFFFFF), 0x7FF0000000000000
+
+
+def calibrate(x, bm, bn, half):
+    """Min-max scales of C-contiguous ``(L, R, C)`` float ``x`` over ``(bm, bn)`` blocks.
+
+    Returns ``(scales, finite)``: float32 ``(L, GR, GC)`` scales and False when ``x`` holds NaN
+    or inf (the scales are then meaningless).
+    """
+    L, R, C = x.shape
+    GR, GC = -(-R // bm), -(-C // bn)
+    bits, absmask, inf = _bits(x)
+    half = np.float32(half)
+    if L == 1 and bm >= R and bn >= C:   # one scale (also when empty): a flat reduction
+        flat = bits.reshape(-1)
+        parts = np.zeros(max(1, -(-flat.size // CHUNK)), bits.dtype)
+        if flat.size:
+            _pick(kernel(absmax_flat), flat.size)(flat, absmask, parts)
+        top = parts.max()
+        amax = np.array(top).view(x.dtype)[()]
+        return np.full((1, 1, 1), scale_of(amax, half), np.float32), bool(top < inf)
+    grid = np.zeros((L, GR, GC), bits.dtype)
+    if x.size:
+        _pick(kernel(absmax_blocks), x.size)(bits, absmask, bm, bn, grid)
+    scales = np.empty((L, GR, GC), np.float32)
+    if grid.size:
+        kernel(scales_from_amax).serial(grid.view(x.dtype).reshape(-1), half, scales.reshape(-1))
+    return scales, not bool((grid >= inf).any())
+
+
+def all_finite(x):
+    """False when float ``x`` (any layout) holds NaN or inf."""
+    x = np.ascontiguousarray(x).reshape(-1)
+    if not x.size:
+        return True
+    bits, absmask, inf = _bits(x)
+    parts = np.zeros(-(-x.size // CHUNK), bits.dtype)
+    _pick(kernel(absmax_flat), x.size)(bits, absmask, parts)
+    return bool(parts.max() < inf)
+
+
+def quantize(x, scales, bm, bn, lo, hi, check=False):
+    """(int8 ``(L, R, C)`` values, finite) of C-contiguous float ``x`` with ``(L, GR, GC)``
+    scales; with ``check``, first makes sure ``x`` holds no NaN or inf (given scales)."""
+    if check and not all_finite(x):
+        return None, False
+    out = np.empty(x.shape, np.int8)
+    if x.size:
+        _pick(kernel(quantize_blocks), x.size)(x, scales, bm, bn, np.float32(lo), np.float32(hi), out)
+    return out, True
+
+
+def _bytes(words):
+    """The bytes of uint32 ``words`` (their last dim must be contiguous for the view)."""
+    if words.strides[-1] != 4:
+        words = np.ascontiguousarray(words)
+    return words.view(np.uint8)
+
+
+def dequantize(q, scales, bm, bn, bits, C, dtype):
+    """The whole ``(L, R, C)`` tensor dequantized, in ``dtype``: from int8 values ``q``
+    (``bits == 0``) or from packed uint32 words of ``bits``-bit values."""
+    return dequantize_into(q, scales, bm, bn, bits, np.empty((q.shape[0], q.shape[1], C), dtype))
+
+
+def dequantize_into(q, scales, bm, bn, bits, out, r0=0, c0=0, serial=False):
+    """Fill ``out`` ``(L, TR, TC)`` with the dequantized window of ``q`` at ``(r0, c0)``."""
+    if out.size:
+        k = kernel(dequantize_packed, bits) if bits else kernel(dequantize_native)
+        fn = k.serial if serial else _pick(k, out.size)
+        fn(_bytes(q) if bits else q, scales, bm, bn, r0, c0, out)
+    return out
+
+
+def words_per_row(C, bits):
+    return -(-C // (32 // bits))
+
+
+def pack(q, bits):
+    """``(rows, C)`` int8 values -> ``(rows, ceil(C / (32 // bits)))`` uint32 words."""
+    rows, C = q.shape
+    words = np.empty((rows, words_per_row(C, bits)), np.uint32)
+    if words.size:
+        _pick(kernel(pack_rows, bits), q.size)(q, words.view(np.uint8))
+    return words
+
+
+def unpack(words, C, bits):
+    """``(rows, nw)`` uint32 words -> the ``(rows, C)`` int8 values."""
+    out = np.empty((words.shape[0], C), np.int8)
+    if out.size:
+        _pick(kernel(unpack_rows, bits), out.size)(_bytes(words), out)
+    return out
+
+
+# Tile of the quantized operand dequantized per BLAS call: about this many elements (4 MiB
+# of float32).  256K to 4M measured the same on the 2-core VM (1024 rows @ 1024x1024: as fast
+# as the float32 matmul; 128 rows @ 4096x4096: 1.4x, the dequantizing pass).  Tiles are
+# dequantized on the calling thread: BLAS's threads are the parallel part, and waking Numba's
+# workers between BLAS calls would compete with BLAS's still-spinning ones for the cores.
+TILE_ELEMENTS = 1 << 20
+
+
+def _scratch(shape, dtype, cache):
+    """One buffer per tile shape, reused across the tiles of a call (fresh pages cost faults)."""
+    buf = cache.get(shape)
+    if buf is None:
+        buf = cache[shape] = np.empty(shape, dtype)
+    return buf
+
+
+def matmul(q, scales, bm, bn, bits, shape, other, qleft, dtype):
+    """``Q @ other`` (``qleft``) or ``other @ Q`` for the 2-D quantized matrix ``Q``, in ``dtype``.
+
+    ``Q`` has logical ``shape`` ``(R, C)``: int8 values or packed words ``q`` and ``(GR, GC)``
+    float32 ``scales`` over ``(bm, bn)`` blocks.  Tiles of ``Q`` (rows on the left, columns on
+    the right, so that every output element is written once) are dequantized into a scratch
+    buffer and multiplied by BLAS (``np.matmul``) straight into the result: no dequantized
+    copy of ``Q`` exists at any time.
+    """
+    R, C = shape
+    q3, s3 = q[None], scales[None]
+    bufs = {}
+    if qleft:
+        out = np.empty((R, other.shape[1]), dtype)
+        step = max(1, min(R, TILE_ELEMENTS // max(C, 1)))
+        for r0 in range(0, R, step):
+            n = min(step, R - r0)
+            tile = dequantize_into(q3, s3, bm, bn, bits, _scratch((1, n, C), dtype, bufs), r0, 0, True)
+            np.matmul(tile[0], other, out=out[r0:r0 + n])
+    else:
+        out = np.empty((other.shape[0], C), dtype)
+        align = 32 // bits if bits else 16
+        step = max(align, (TILE_ELEMENTS // max(R, 1)) // align * align)
+        for c0 in range(0, C, step):
+            n = min(step, C - c0)
+            tile = dequantize_into(q3, s3, bm, bn, bits, _scratch((1, R, n), dtype, bufs), 0, c0, True)
+            np.matmul(other, tile[0], out=out[:, c0:c0 + n])
+    return out
