@@ -78,9 +78,12 @@ class Step:
 
 
 def inner(t):
-    """``t`` as a tensor without autodiff sharing its storage: what steps save."""
+    """``t`` as a tensor without autodiff sharing its storage: what steps save.
+
+    A deferred (fused) value stays deferred: both tensors share the node and its result.
+    """
     d = t._device
-    return dispatch.wrap(t._data, d.base() if d._autodiff else d, t._dtype)
+    return dispatch.wrap(t._buf, d.base() if d._autodiff else d, t._dtype)
 
 
 def record(op, inputs, params, out):
@@ -123,9 +126,9 @@ def record(op, inputs, params, out):
             saved_out = tuple(inner(o) for o in outs)
         else:
             saved_out = recipe or inner(out)
-    step = Step(rule, params, needs, [t._data.shape for t in inputs],
+    step = Step(rule, params, needs, [t._buf.shape for t in inputs],
                 [t._dtype for t in inputs], x, saved_out)
-    outs[0]._node = Node(parents, step, False, op, outs[0]._data.shape, recipe)
+    outs[0]._node = Node(parents, step, False, op, outs[0]._buf.shape, recipe)
 
 
 def _balanced_ref(t):
@@ -134,7 +137,7 @@ def _balanced_ref(t):
 
 def sum_to(g, shape):
     """Sum a broadcast gradient back to ``shape``."""
-    if g._data.shape == shape:
+    if g._buf.shape == shape:
         return g
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)

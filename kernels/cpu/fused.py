@@ -1,0 +1,92 @@
+"""Fused elementwise chains on the CPU: build and launch the generated loops.
+
+``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the scalar
+ops they call (the very compiled functions of ``builder.scalar_op``, inlined at Numba
+level so the loops vectorise), each compiled lazily as serial and parallel and cached on
+disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  ``run`` picks the loop: ``flat`` when every array input is
+contiguous with the output's shape (and one-element inputs are scalars), else
+``strided`` over merged dims (broadcasting as stride 0, views, negative strides).
+"""
+import numba
+import numpy as np
+
+from .. import fused
+from ..rebind import specialize
+from .builder import JIT_OPTIONS, _jit, scalar_op
+from .launch import PARALLEL_MIN, merge_dims, operand
+
+
+class FusedKernel:
+    """The CPU loops of one chain; each compiled on first use."""
+
+    __slots__ = ("name", "_fns", "_compiled")
+
+    def __init__(self, key):
+        mod = fused.load(key)
+        self.name = fused.name(key)
+        # the loops call the scalar ops themselves (one loop per op and block, see
+        # kernels/fused.py), inlined as in the fixed templates
+        calls = {fn: scalar_op(fn) for fn in fused.scalar_ops(key)}
+        self._fns = {}
+        for loop in ("flat", "strided"):
+            # the work of one task, compiled once and called by the serial and the parallel
+            # driver (a call keeps the prange body small: Numba's parallel passes are slow
+            # on big bodies); not cached on its own: it is part of the drivers' cached code
+            task = numba.njit(**JIT_OPTIONS)(
+                specialize(getattr(mod, loop + "_task"), f"{self.name}__{loop}_task", **calls))
+            for parallel in (False, True):
+                qual = f"{self.name}__{loop}" + ("__par" if parallel else "")
+                self._fns[loop, parallel] = specialize(getattr(mod, loop), qual, TASK=task)
+        self._compiled = {}
+
+    def get(self, loop, parallel):
+        k = self._compiled.get((loop, parallel))
+        if k is None:
+            k = self._compiled[loop, parallel] = _jit(self._fns[loop, parallel], parallel)
+        return k
+
+
+_KERNELS = {}
+
+
+def kernel(key):
+    k = _KERNELS.get(key)
+    if k is None:
+        k = _KERNELS[key] = FusedKernel(key)
+    return k
+
+
+def run(k, leaves, kinds, outs, shape):
+    """Write the chain's outputs over ``shape`` into ``outs`` (fresh C-contiguous arrays).
+
+    ``leaves`` are the inputs in key order: numpy arrays broadcastable to ``shape``;
+    those of kind ``"s"`` (one value, maybe broadcast) are passed as scalars.
+    """
+    n = outs[0].size
+    parallel = n >= PARALLEL_MIN
+    flat_outs = outs if len(shape) == 1 else [o.reshape(-1) for o in outs]
+    args = []
+    for x, kind in zip(leaves, kinds):
+        if kind == "s":
+            args.append(x.item(0))
+        elif x.shape == shape and x.flags.c_contiguous:
+            args.append(x if x.ndim == 1 else x.reshape(-1))
+        else:
+            break
+    else:
+        k.get("flat", parallel)(n, *args, *flat_outs)
+        return
+    ops = []
+    for x, kind in zip(leaves, kinds):
+        if kind == "a":
+            ops.append(operand(x if x.shape == shape else np.broadcast_to(x, shape)))
+    merged, strides = merge_dims(shape, [o[2] for o in ops] + [operand(outs[0])[2]])
+    args = []
+    it = iter(zip(ops, strides))
+    for x, kind in zip(leaves, kinds):
+        if kind == "s":
+            args.append(x.item(0))
+        else:
+            (buf, off, _), st = next(it)
+            args += (buf, off, np.array(st, np.int64))
+    k.get("strided", parallel)(np.array(merged, np.int64), *args, *flat_outs)

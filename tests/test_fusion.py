@@ -1,0 +1,373 @@
+"""Elementwise fusion (engine/fusion.py): fused results equal unfused ones, bit for bit.
+
+Every check runs the same code with fusion on and off (``ember.fusion.set_enabled``) and
+compares values, dtypes and shapes exactly; ``ember.fusion.stats()`` shows what ran.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+from ember import fusion
+
+NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED
+
+
+@pytest.fixture(autouse=True)
+def fusion_on():
+    previous = fusion.set_enabled(True)
+    yield
+    fusion.set_enabled(previous)
+
+
+def run(fn, *arrays, fused):
+    """``fn`` on tensors made from ``arrays``, with fusion on or off; results as numpy arrays."""
+    previous = fusion.set_enabled(fused)
+    try:
+        out = fn(*[ember.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arrays])
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return [(o.numpy().copy(), o.dtype) for o in outs]
+    finally:
+        fusion.set_enabled(previous)
+
+
+def same(fn, *arrays):
+    """``fn`` fused and unfused: identical values (NaN included), dtypes and shapes."""
+    got = run(fn, *arrays, fused=True)
+    want = run(fn, *arrays, fused=False)
+    for (g, gd), (w, wd) in zip(got, want):
+        assert gd is wd and g.shape == w.shape, (gd, wd, g.shape, w.shape)
+        np.testing.assert_array_equal(g, w)
+    return got
+
+
+def counting(fn):
+    """(result of ``fn``, fusion counters while it ran)."""
+    fusion.stats(reset=True)
+    out = fn()
+    return out, fusion.stats(reset=True)
+
+
+def randn(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# --- what runs ---------------------------------------------------------------------------
+def test_a_chain_is_one_kernel_with_one_output(rng):
+    a, b, c = (ember.from_numpy(randn(rng, 1000)) for _ in range(3))
+    y, st = counting(lambda: (a * b + c).tanh() * 0.5 + a)
+    assert isinstance(y._buf, fusion.Deferred) and st["kernels"] == 0 and st["deferred"] == 5
+    _, st = counting(lambda: y.numpy())
+    assert st == {"deferred": 0, "kernels": 1, "fused_ops": 5, "outputs": 1, "eager": 0}
+
+
+def test_shape_dtype_and_size_never_compute(rng):
+    a = ember.from_numpy(randn(rng, 4, 5))
+    y = (a * 2).exp()
+    _, st = counting(lambda: (y.shape, y.dtype, y.ndim, len(y), y.numel(), y.kind))
+    assert st["kernels"] == 0 and isinstance(y._buf, fusion.Deferred)
+
+
+def test_reads_from_python_compute(rng):
+    a = ember.from_numpy(randn(rng, 3))
+    for read in (lambda t: t.numpy(), lambda t: t.tolist(), repr, lambda t: t[0].item(),
+                 lambda t: np.asarray(t), lambda t: t.sum(), lambda t: t.sort()):
+        y = a * 3 + 1
+        _, st = counting(lambda: read(y))
+        assert st["kernels"] == 1, read
+        assert y._buf is not None and not isinstance(y._buf, fusion.Deferred)
+
+
+def test_intermediates_held_by_the_user_are_written_by_the_same_kernel(rng):
+    a, b = (ember.from_numpy(randn(rng, 1000)) for _ in range(2))
+    u = a * b                  # held: written out
+    v = (u + 1).exp()          # u + 1 is a temporary: never stored
+    w = v * u
+    _, st = counting(lambda: w.numpy())
+    assert st["kernels"] == 1 and st["outputs"] == 3     # w, and u and v which we hold
+    _, st = counting(lambda: (u.numpy(), v.numpy()))
+    assert st["kernels"] == 0                             # already computed, shared by the node
+    x, y = a.numpy(), b.numpy()
+    np.testing.assert_array_equal(u.numpy(), x * y)
+    np.testing.assert_array_equal(w.numpy(), v.numpy() * (x * y))
+
+
+def test_tensors_sharing_a_deferred_value_compute_it_once(rng):
+    a = ember.from_numpy(randn(rng, 100)).autodiff()
+    y = (a * 2).exp()
+    inner = y.without_autodiff()
+    assert inner._buf is y._buf
+    _, st = counting(lambda: (inner.numpy(), y.numpy()))
+    assert st["kernels"] == 1
+
+
+def test_constants_are_kernel_arguments(rng):
+    from ember.kernels.cpu import fused
+    a = ember.from_numpy(randn(rng, 100))
+    same(lambda x: (x * 0.9 + 0.25).exp(), a.numpy())
+    before = len(fused._KERNELS)
+    for k in (0.8, 0.7, 3.5):
+        np.testing.assert_allclose((a * k + 0.125).exp().numpy(),
+                                   np.exp(a.numpy() * np.float32(k) + np.float32(0.125)), rtol=1e-6)
+    assert len(fused._KERNELS) == before     # the same kernel, whatever the values
+
+
+def test_generated_kernel_source_is_a_readable_module(rng):
+    a = ember.from_numpy(randn(rng, 100))
+    (a * 2 + 1).sigmoid().numpy()
+    from ember.kernels import fused
+    mod = next(m for k, m in fused._MODULES.items() if any(e[0].startswith("sigmoid") for e in k[1]))
+    text = open(mod.__file__).read()
+    assert "def chain(" in text and "def flat(" in text and "def cuda_map(" in text
+    assert "sigmoid" in text and "exec(" not in text
+
+
+# --- results equal, across dtypes and layouts ---------------------------------------------------
+FLOAT_CHAINS = [
+    lambda a, b: (a * b + 1.5).tanh() * 0.5 + a,
+    lambda a, b: ((a - b).exp() / (b.abs() + 1)).sqrt().log1p(),
+    lambda a, b: (a.sigmoid() * b).relu().maximum(a * -1).clamp(-0.3, 0.8),
+    lambda a, b: ember.where(a > b, a.sin(), b.cos() ** 2) - (a * 3).round().floor(),
+    lambda a, b: (a / 0.0 + b).is_inf() | (a.silu() < b.gelu()),
+    lambda a, b: ((a * 1e3).cast(ember.int32) % 7).cast(a.dtype) * b,
+    lambda a, b: -(a.rsqrt() + b.recip()).is_nan().cast(a.dtype) + a.sign() * b.trunc(),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", range(len(FLOAT_CHAINS)))
+def test_float_chains(rng, dtype, k):
+    same(FLOAT_CHAINS[k], randn(rng, 50, dtype=dtype), randn(rng, 50, dtype=dtype))
+
+
+INT_CHAINS = [
+    lambda a, b: (a * 3 + b) // 2 - a % 3,
+    lambda a, b: ((a & b) | (a ^ 5)) << 1 >> 2,
+    lambda a, b: (a > b) & (a != 0) | ~(b <= 2),
+    lambda a, b: (a.maximum(b) - a.minimum(b)).abs() * (-a).sign(),
+    lambda a, b: a / (b.abs() + 1) + a.clamp(1, 40),                  # true division: float64
+    lambda a, b: (a * 100).cast(ember.int8) + b.cast(ember.int8),      # wraps like numpy
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("k", range(len(INT_CHAINS)))
+def test_int_chains(rng, dtype, k):
+    a = rng.integers(0, 100, 40).astype(dtype)
+    b = rng.integers(1, 50, 40).astype(dtype)
+    same(INT_CHAINS[k], a, b)
+
+
+def test_bool_chains(rng):
+    a, b = rng.random(30) < 0.5, rng.random(30) < 0.3
+    same(lambda x, y: (~x & y) ^ (x | y) == y, a, b)
+    same(lambda x, y: x.cast(ember.int32) * 3 + y.cast(ember.float32), a, b)
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64, np.int64, np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("dst", ["float32", "float64", "int32", "int8", "uint8", "bool_"])
+def test_casts_inside_a_chain(rng, src, dst):
+    # values a float converts to without overflow (out of range it is undefined, as in numpy)
+    v = rng.uniform(0 if dst == "uint8" else -30, 30, 20)
+    if np.dtype(src).kind == "f":
+        v[:4] = [0.0, -0.0, 0.5, np.nan if dst in ("bool_", "float32", "float64") else 1.0]
+    a = v.astype(src)
+    twice = (lambda x: x | x) if src is np.bool_ else (lambda x: x + x)
+    same(lambda x: twice(x).cast(getattr(ember, dst)).cast(ember.float64) * 2, a)
+
+
+def test_broadcasting_and_scalars(rng):
+    a, b, c = randn(rng, 3, 1, 4), randn(rng, 5, 4), randn(rng, 4)
+    same(lambda x, y, z: (x * y + z).exp() - 2.0 * x, a, b, c)
+    same(lambda x, y, z: ((x - 1) * (y + 1)).tanh() + (z * 3), a, b, c)   # x - 1 is a smaller shape
+    same(lambda x: (x * 2 + 1) * ember.tensor(3.0) + ember.tensor([0.5]), a)
+    same(lambda x: 2 ** x - 1 / (x * x + 1), a)
+    # a value broadcast to the whole shape (all strides 0, like a backward's seed): one scalar
+    same(lambda x: (x * 2).exp() * ember.tensor(1.5).expand(*x.shape) - x[:1].expand(*x.shape), a)
+
+
+def test_views(rng):
+    m = randn(rng, 6, 8)
+    same(lambda x: (x.T * 2 + 1).exp() * x.T, m)
+    same(lambda x: (x[::2, 1::3] - x[1::2, ::3]).abs().sqrt(), m)
+    same(lambda x: x.flip(1) * x + x.flip((0, 1)).sigmoid(), m)
+    same(lambda x: x[:, :1].expand(6, 8) * x[:1].expand(6, 8) + x.permute(1, 0).T, m)
+    same(lambda x: (x.reshape(2, 3, 8)[:, ::-1] * 3).tanh().reshape(6, 8)[1:-1] + 1, m)
+
+
+@pytest.mark.parametrize("min_size", [1, fusion.MIN_SIZE])
+def test_zero_dim_empty_and_one_element(rng, monkeypatch, min_size):
+    monkeypatch.setattr(fusion, "MIN_SIZE", min_size)
+    same(lambda x: (x * 2 + 1).exp(), np.array(1.5, np.float32))
+    same(lambda x: (x * 2 + 1).exp(), np.zeros((0, 3), np.float32))
+    same(lambda x, y: (x * 2 + y).exp(), np.ones((1,), np.float32), randn(rng, 7))
+    same(lambda x: ((x + 1) * 2).sum() + x * 3, randn(rng, 9))   # sizes mixed in one chain
+
+
+def test_a_deferred_operand_of_another_shape(rng):
+    a, b = randn(rng, 5, 1), randn(rng, 5, 6)
+    same(lambda x, y: (x * 2).exp() + y * (x - 1), a, b)
+
+
+# --- limits ------------------------------------------------------------------------------
+def test_chains_longer_than_the_limit(rng):
+    a = randn(rng, 64)
+    n_ops = fusion.MAX_NODES * 4 + 3
+
+    def long(x):
+        for i in range(n_ops // 2):
+            x = x * 0.999 + (0.001 if i % 2 else -0.002)
+        return x
+    same(long, a)
+    x = ember.from_numpy(a)
+    _, st = counting(lambda: long(x).numpy())
+    assert st["fused_ops"] + st["eager"] == st["deferred"] == n_ops // 2 * 2
+    assert n_ops / fusion.MAX_NODES <= st["kernels"] <= 2 * n_ops / fusion.MAX_NODES + 1
+
+
+def test_more_inputs_than_one_kernel_takes(rng):
+    arrays = [randn(rng, 32) for _ in range(3 * fusion.MAX_ARRAYS)]
+
+    def total(*xs):
+        y = xs[0]
+        for x in xs[1:]:
+            y = y + x * 0.5
+        return y
+    same(total, *arrays)
+
+
+def test_more_held_intermediates_than_one_kernel_writes(rng):
+    def held(x):
+        ys = [x]
+        for i in range(2 * fusion.MAX_ARRAYS):
+            ys.append((ys[-1] * 0.9).exp() - 1)
+        return ys
+    a = ember.from_numpy(randn(rng, 40))
+    ys, st = counting(lambda: [y.numpy() for y in held(a)])
+    assert st["kernels"] >= 3 and st["outputs"] == len(ys) - 1   # each held one written once
+    same(held, a.numpy())
+
+
+def test_small_ops_run_at_once(rng, monkeypatch):
+    monkeypatch.setattr(fusion, "MIN_SIZE", 8)
+    a = ember.tensor([1.0, 2.0, 3.0, 4.0])
+    y, st = counting(lambda: a * 2 + 1)
+    assert st["deferred"] == 0 and not isinstance(y._buf, fusion.Deferred)
+
+
+# --- errors point at the op the user wrote -----------------------------------------------------
+def test_errors_are_raised_by_the_op_not_when_computing(rng):
+    a = ember.from_numpy(randn(rng, 3, 4))
+    y = (a * 2).exp()
+    with pytest.raises(ValueError, match="add: shapes"):
+        y + ember.from_numpy(randn(rng, 5))
+    with pytest.raises(TypeError, match="and: expected"):
+        y & 1
+    with pytest.raises(TypeError, match="exp"):
+        ember.tensor([1, 2, 3]).exp()
+    assert isinstance(y._buf, fusion.Deferred)       # nothing ran
+    np.testing.assert_allclose(y.numpy(), np.exp(a.numpy() * 2), rtol=1e-6)
+
+
+# --- autodiff ----------------------------------------------------------------------------
+def _grads(strategy, fused, values):
+    previous = fusion.set_enabled(fused)
+    try:
+        dev = ember.Device.cpu().gradient_checkpointing(strategy)
+        x = ember.tensor(values, dtype=ember.float64, device=dev).require_grad()
+        w = ember.tensor(values[::-1].copy(), dtype=ember.float64, device=dev).require_grad()
+        h = x
+        for _ in range(12):
+            h = (h * w + 0.1).tanh() * 1.5 + x.sigmoid() * h
+        y = h.exp() / (h * h + 1)
+        loss = (y * x).sum() + y.max()
+        grads = loss.backward()
+        return x.grad(grads).numpy(), w.grad(grads).numpy(), loss.item()
+    finally:
+        fusion.set_enabled(previous)
+
+
+@pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
+def test_gradients_are_identical_fused_and_unfused(rng, strategy):
+    values = rng.standard_normal(200) * 0.5
+    fused = _grads(strategy, True, values)
+    plain = _grads(strategy, False, values)
+    for f, p in zip(fused, plain):
+        np.testing.assert_array_equal(f, p)
+    for f, p in zip(fused, _grads(NONE if strategy is BALANCED else BALANCED, True, values)):
+        np.testing.assert_array_equal(f, p)
+
+
+def test_balanced_recompute_runs_fused(rng):
+    dev = ember.Device.cpu().gradient_checkpointing(BALANCED)
+    x = ember.tensor(rng.standard_normal(1000), device=dev).require_grad()
+    y = x
+    for _ in range(40):
+        y = (y * 0.9).tanh()
+    loss = y.sum()
+    _, st = counting(lambda: loss.backward())
+    # 40 recomputed ops and their gradient ops ran in a few kernels, not one kernel each
+    assert st["fused_ops"] >= 80 and st["kernels"] * 8 <= st["fused_ops"]
+
+
+def test_autodiff_records_without_computing(rng):
+    x = ember.tensor(rng.standard_normal(100)).autodiff().require_grad()
+    y, st = counting(lambda: (x * 2).exp() + x)
+    assert st["kernels"] == 0 and y.is_tracked() and y.shape == (100,)
+
+
+# --- on/off and the disk cache ----------------------------------------------------------------
+def test_environment_variable_turns_fusion_off():
+    code = "import ember; print(ember.fusion.is_enabled())"
+    for value, want in (("0", "False"), ("1", "True")):
+        env = dict(os.environ, EMBER_FUSION=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert out.stdout.strip() == want, out.stderr
+
+
+SCRIPT = textwrap.dedent("""
+    import json
+    from numba.core import event
+
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Count())
+
+    import numpy as np
+    import ember
+
+    a = ember.tensor(np.linspace(-1, 1, 64, dtype=np.float32))
+    b = ember.tensor(np.linspace(0, 2, 64, dtype=np.float32))
+    u = a * b
+    y = ((u + 0.5).tanh() * 0.5 + a).exp()                 # two outputs: u and y
+    z = (a.reshape(8, 8).T * 3 + 1).sigmoid() - b.reshape(8, 8)   # the strided loop
+    y.numpy(), z.numpy()
+    assert ember.fusion.stats()["kernels"] == 2
+    print(json.dumps(compiled))
+""")
+
+
+def _compiled_in_new_process(env):
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_compiles_no_fused_kernel(tmp_path):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"), EMBER_FUSION="1")
+    first = _compiled_in_new_process(env)
+    assert any("ember_fused_" in name for name in first), first
+    assert _compiled_in_new_process(env) == []
