@@ -10,9 +10,12 @@ from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, fro
                        where, zeros, zeros_like)
 from .device import (CheckpointingStrategy, Device, DeviceError, StrategyError, empty_cache,
                      set_default_device)
-from .dtypes import (Bool, DType, Float, Int, Kind, bool_, float32, float64, int8, int16, int32,
-                     int64, uint8)
+from .dtypes import (Bool, DType, Float, Int, Kind, QFloat, bool_, float32, float64, int8, int16,
+                     int32, int64, uint8)
 from .ir import Op
+from .quant import (QuantScheme, QuantStore, QuantValue, get_quant_propagation,
+                    set_quant_propagation)
+from .memory import memory_stats
 from .tensor import Tensor
 from .benchmark import benchmark, synchronize  # timing helpers (perf/, README "Performance regression scripts")
 
@@ -31,10 +34,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "Device", "DeviceError", "StrategyError", "CheckpointingStrategy", "set_default_device", "Op",
-    "DType", "Kind", "Float", "Int", "Bool",
+    "DType", "Kind", "Float", "Int", "Bool", "QFloat",
     "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
     "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim", "distributed",
-    "from_cuda_array", "empty_cache", "synchronize", "benchmark",
+    "QuantScheme", "QuantValue", "QuantStore", "set_quant_propagation", "get_quant_propagation",
+    "from_cuda_array", "empty_cache", "memory_stats", "synchronize", "benchmark",
 ]

@@ -3,10 +3,12 @@
 It checks kinds and devices, promotes dtypes (numpy rules), broadcasts shapes
 and normalises dims, then hands one IR op to the device's backend.  Errors are
 raised here, in Python, naming the op and the offending shapes or kinds, so no
-Numba typing error ever reaches the user.  Autodiff (and later fusion) wraps
-this seam.
+Numba typing error ever reaches the user.  Autodiff and fusion wrap this seam:
+with fusion on, ``apply`` defers elementwise ops (``ember.fusion``) instead of
+running them.
 """
 from . import dtypes as dt
+from . import fusion
 from .device import DeviceError, StrategyError
 from .device import parse as parse_device  # noqa: F401  (used by Tensor.to)
 from .ir import BOOL, FLOAT, Op
@@ -20,9 +22,9 @@ def op_name(op):
 
 
 def wrap(data, device, dtype, node=None):
-    """A new Tensor around backend storage ``data``."""
+    """A new Tensor around backend storage ``data`` (an array, or a deferred ``fusion`` node)."""
     t = object.__new__(_tensor_cls)
-    t._data = data
+    t._buf = data
     t._device = device
     t._dtype = dtype
     t._node = node
@@ -87,12 +89,31 @@ def normalize_dims(name, dim, ndim):
 def cast(t, dtype):
     if t._dtype is dtype:
         return t
-    return apply(Op.CAST, t, shape=t._data.shape, dtype=dtype)
+    return apply(Op.CAST, t, shape=t._buf.shape, dtype=dtype)
+
+
+_CONSTANTS = {}
+_CACHED_TYPES = (int, float, bool)
 
 
 def constant(value, device, dtype):
-    """A Python scalar as a 0-d tensor without autodiff (a constant for any op)."""
+    """A Python scalar as a 0-d tensor without autodiff (a constant for any op).
+
+    Tensors are values, so equal constants share one tensor: no allocation per op, and a
+    fused kernel gets the repeated constants of a loop as one argument.  Floats equal to
+    zero (+0.0 and -0.0 compare equal) and NaN are not shared.
+    """
     base = device.base() if device._autodiff else device
+    tv = type(value)
+    if tv in _CACHED_TYPES and not (tv is float and (value == 0.0 or value != value)):
+        key = (tv, value, dtype.name, base.type, base.index)
+        t = _CONSTANTS.get(key)
+        if t is None:
+            if len(_CONSTANTS) >= 4096:
+                _CONSTANTS.clear()
+            t = _CONSTANTS[key] = wrap(
+                device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype), base, dtype)
+        return t
     return wrap(device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype), base, dtype)
 
 
@@ -131,10 +152,10 @@ def elementwise(op, *args):
     if op.result is FLOAT and dtype.kind is not dt.Float:
         dtype = dt.float64
     out_dtype = dt.bool_ if op.result is BOOL else dtype
-    shape = first._data.shape
+    shape = first._buf.shape
     for t in tensors[1:]:
-        if t._data.shape != shape:
-            shape = broadcast_shapes(op, *(t._data.shape for t in tensors))
+        if t._buf.shape != shape:
+            shape = broadcast_shapes(op, *(t._buf.shape for t in tensors))
             break
     return apply(op, *operands(args, dtype, first._device), shape=shape, dtype=out_dtype)
 
@@ -146,7 +167,7 @@ def _where(cond, a, b):
     if not vals:
         raise TypeError("where: at least one of the values must be a tensor")
     dtype = promote_args(vals, (a, b))
-    shape = broadcast_shapes("where", *(x._data.shape for x in (cond, *vals)))
+    shape = broadcast_shapes("where", *(x._buf.shape for x in (cond, *vals)))
     return apply(Op.WHERE, cond, *operands((a, b), dtype, cond._device), shape=shape, dtype=dtype)
 
 
@@ -180,7 +201,13 @@ def apply(op, *inputs, out_dtype=None, **params):
                         f"({ad.checkpointing.name} and {d.checkpointing.name})")
         if t._node is not None:
             tracked = True
-    data = device.backend.execute(op, *[t._data for t in inputs], **params)
+        if t._dtype.quantized:   # quantized storage: engine/quant.py runs the op (DESIGN §5)
+            from .quant import apply as apply_quantized
+            return apply_quantized(op, inputs, out_dtype, params)
+    if op in fusion.FUSABLE and fusion.ENABLED:
+        data = fusion.defer(op, inputs, params, device)
+    else:
+        data = device.backend.execute(op, *[t._data for t in inputs], **params)
     out_device = ad or device
     if out_dtype is None:
         out_dtype = params.get("dtype") or inputs[0]._dtype

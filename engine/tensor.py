@@ -13,6 +13,7 @@ import numpy as np
 from . import dispatch, layout
 from . import dtypes as dt
 from .dispatch import apply, elementwise, normalize_dim, normalize_dims
+from .fusion import Deferred
 from .ir import Op
 
 
@@ -28,19 +29,34 @@ class Tensor:
     tensor([ 8., 16.], dtype=float32)
     """
 
-    __slots__ = ("_data", "_device", "_dtype", "_node", "__weakref__")
+    __slots__ = ("_buf", "_device", "_dtype", "_node", "__weakref__")
     __hash__ = object.__hash__
     __array_priority__ = 1000  # numpy defers to our reflected operators
+
+    # --- storage ----------------------------------------------------------------
+    # ``_buf`` holds the backend array, or a deferred elementwise op (``ember.fusion``)
+    # until something reads ``_data``; shape queries read ``_buf.shape`` and never compute.
+    @property
+    def _data(self):
+        """The backend storage, computing a deferred (fused) value first."""
+        d = self._buf
+        if type(d) is Deferred:
+            d = self._buf = d.force()
+        return d
+
+    @_data.setter
+    def _data(self, value):
+        self._buf = value
 
     # --- attributes -----------------------------------------------------------
     @property
     def shape(self):
         """The shape as a tuple of ints."""
-        return self._data.shape
+        return self._buf.shape
 
     @property
     def ndim(self):
-        return len(self._data.shape)
+        return len(self._buf.shape)
 
     @property
     def dtype(self):
@@ -55,28 +71,80 @@ class Tensor:
     def device(self):
         return self._device
 
+    # --- quantization (DESIGN §5; the logic lives in engine/quant.py) --------------------
     @property
     def is_quantized(self):
-        return False
+        """True for a tensor made by ``quantize`` (its dtype is a ``QFloat``)."""
+        return self._dtype.quantized
+
+    @property
+    def nbytes(self):
+        """Bytes of the values' storage: ``numel * itemsize`` (numpy's ``nbytes``, views count
+        their elements); for a quantized tensor its integer values (int8 or packed words),
+        scales not counted (``t.quantization_scales().nbytes`` gives those)."""
+        if self._dtype.quantized:
+            from . import quant
+            return quant.nbytes(self)
+        return self.numel() * self._dtype.itemsize
+
+    def quantize(self, scheme, scales=None):
+        """This Float tensor quantized with ``scheme`` (an ``ember.QuantScheme``).
+
+        Scales come from the data (``2 * max|x| / (b - a)`` per tensor or per block), or from
+        ``scales`` (a tensor, array or float of the scale grid's shape, positive).  The result
+        has a ``QFloat`` dtype, keeps the autodiff association and has no node (quantizing
+        detaches).  NaN or infinite values raise ``ValueError``.
+
+        >>> q = ember.tensor([-1.8, -1.0, 0.0, 0.5]).quantize(ember.QuantScheme(ember.QuantValue.Q8S))
+        >>> q.quantized_values()
+        tensor([-127,  -71,    0,   35], dtype=int8)
+        """
+        from . import quant
+        return quant.quantize(self, scheme, scales)
+
+    def dequantize(self):
+        """The float32 values ``scale * q`` of a quantized tensor (other tensors: unchanged)."""
+        if not self._dtype.quantized:
+            return self
+        from . import quant
+        return quant.dequantize(self)
+
+    def quantization_scales(self):
+        """The float32 scales: shape ``()`` per tensor, else one per block along each dim.
+
+        >>> s = ember.QuantScheme(ember.QuantValue.Q8S, block_size=[16])
+        >>> ember.ones((4, 40)).quantize(s).quantization_scales().shape
+        (4, 3)
+        """
+        from . import quant
+        return quant.scales_of(_check_quantized("quantization_scales", self))
+
+    def quantized_values(self):
+        """The integer values as an int8 tensor of this tensor's shape (unpacked if packed)."""
+        from . import quant
+        return quant.values_of(_check_quantized("quantized_values", self))
+    # --- end of quantization ----------------------------------------------------------------
 
     def numel(self):
-        return math.prod(self._data.shape)
+        return math.prod(self._buf.shape)
 
     size = property(numel)
 
     def __len__(self):
-        if not self._data.shape:
+        if not self._buf.shape:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self._buf.shape[0]
 
     def __iter__(self):
-        if not self._data.shape:
+        if not self._buf.shape:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        return (self[i] for i in range(self._buf.shape[0]))
 
     # --- host interop -----------------------------------------------------------
     def numpy(self):
-        """The data as a numpy array (zero-copy on the CPU)."""
+        """The data as a numpy array (zero-copy on the CPU; quantized tensors: dequantized)."""
+        if self._dtype.quantized:
+            return self.dequantize().numpy()
         return self._device.backend.execute(Op.TO_HOST, self._data)
 
     def __array__(self, dtype=None, copy=None):
@@ -145,11 +213,17 @@ class Tensor:
         device = dispatch.parse_device(device)
         if device == self._device:
             return self
+        if self._dtype.quantized:
+            from . import quant
+            return quant.to_device(self, device)
         host = self.numpy()
         return dispatch.wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
 
     def clone(self):
         """A copy with its own storage; a tracked clone shares the original's node and steps."""
+        if self._dtype.quantized:
+            from . import quant
+            return quant.clone(self)
         data = self._device.backend.execute(Op.CAST, self._data, shape=self.shape, dtype=self._dtype)
         return dispatch.wrap(data, self._device, self._dtype, self._node)
 
@@ -162,7 +236,7 @@ class Tensor:
         """The same tensor with autodiff enabled (idempotent; marks nothing)."""
         if self._device._autodiff:
             return self
-        return dispatch.wrap(self._data, self._device.autodiff(), self._dtype)
+        return dispatch.wrap(self._buf, self._device.autodiff(), self._dtype)
 
     @staticmethod
     def from_inner(t):
@@ -173,7 +247,7 @@ class Tensor:
         """The same values without autodiff and without any graph reference (idempotent)."""
         if not self._device._autodiff and self._node is None:
             return self
-        return dispatch.wrap(self._data, self._device.base(), self._dtype)
+        return dispatch.wrap(self._buf, self._device.base(), self._dtype)
 
     inner = without_autodiff
 
@@ -186,7 +260,7 @@ class Tensor:
         if not self._device._autodiff:
             raise ValueError("with_gradient_checkpointing_strategy: the tensor is not autodiff-enabled; "
                              "call .autodiff() first")
-        return dispatch.wrap(self._data, self._device.gradient_checkpointing(strategy), self._dtype,
+        return dispatch.wrap(self._buf, self._device.gradient_checkpointing(strategy), self._dtype,
                              self._node)
 
     def require_grad(self):
@@ -201,14 +275,14 @@ class Tensor:
             raise TypeError(f"require_grad: only Float tensors take gradients, got {self._dtype.name}")
         node = self._node
         if not flag:
-            return self if node is None else dispatch.wrap(self._data, self._device, self._dtype)
+            return self if node is None else dispatch.wrap(self._buf, self._device, self._dtype)
         if node is not None:
             if node.leaf:
                 return self
             raise ValueError("require_grad: only leaves can be marked; this tensor is the output of "
                              f"{dispatch.op_name(node.op)} on a tracked tensor (use detach() first)")
         from ember.autograd import graph
-        return dispatch.wrap(self._data, self._device, self._dtype, graph.leaf(self.shape))
+        return dispatch.wrap(self._buf, self._device, self._dtype, graph.leaf(self.shape))
 
     def is_require_grad(self):
         """True only for marked leaves."""
@@ -222,12 +296,12 @@ class Tensor:
         """A new lineage with the same values; a marked leaf stays marked, under a new identity."""
         node = self._node
         if node is None:
-            return dispatch.wrap(self._data, self._device, self._dtype)
+            return dispatch.wrap(self._buf, self._device, self._dtype)
         if node.leaf:
             from ember.autograd import graph
-            return dispatch.wrap(self._data, self._device, self._dtype,
+            return dispatch.wrap(self._buf, self._device, self._dtype,
                                  graph.leaf(self.shape, node.distributed))
-        return dispatch.wrap(self._data, self._device, self._dtype)
+        return dispatch.wrap(self._buf, self._device, self._dtype)
 
     def set_distributed(self, flag=True):
         """This float leaf, marked so that backward all-reduces its gradient across processes.
@@ -605,7 +679,9 @@ class Tensor:
             raise ValueError(f"matmul: shapes {a} and {b} do not match ({k1} != {k2})")
         dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
         dtype = dt.promote(self._dtype, other._dtype)
-        x, y = dispatch.cast(self, dtype), dispatch.cast(other, dtype)
+        # a quantized operand stays quantized: dispatch sends it to the quantized matmul
+        x = self if self._dtype.quantized else dispatch.cast(self, dtype)
+        y = other if other._dtype.quantized else dispatch.cast(other, dtype)
         return apply(Op.MATMUL, x, y)
 
     __matmul__ = matmul
@@ -846,6 +922,12 @@ class Tensor:
 def _check_float(name, t):
     if t._dtype.kind is not dt.Float:
         raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
+
+
+def _check_quantized(name, t):
+    if not t._dtype.quantized:
+        raise TypeError(f"{name}: the tensor is not quantized ({t._dtype.name}); use quantize() first")
+    return t
 
 
 def _check_index_tensor(name, idx, t):

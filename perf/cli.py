@@ -26,7 +26,7 @@ def parser():
     run.add_argument("--suite", default="all", metavar="NAME",
                      help="a suite, several separated by commas, or all (default); suites: "
                           "elementwise, reductions, matmul, softmax, autodiff, checkpointing, "
-                          "quantized, cuda")
+                          "quantized, startup, cuda")
     run.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                      help="where Ember's tensors live (default cpu)")
     run.add_argument("--quick", action="store_true",
@@ -70,12 +70,14 @@ def cmd_compare(args):
 
 
 def cmd_report(args):
-    from perf import report
+    from perf import goals, report
 
     doc = schema.load(args.file)
     print(report.describe(doc))
     print()
     print(report.table(doc))
+    print()
+    print(goals.table(doc))
     if args.plot:
         try:
             report.plot(doc, args.plot)

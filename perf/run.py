@@ -13,7 +13,7 @@ import time
 
 import ember
 from ember.benchmark import environment
-from perf import report, schema, suites
+from perf import goals, report, schema, suites
 
 QUICK = dict(repeat=5, min_time=0.005, max_time=1.0, warmup=2)
 FULL = dict(repeat=21, min_time=0.02, max_time=None, warmup=2)
@@ -126,6 +126,8 @@ def main(args):
     print(report.describe(doc))
     print()
     print(report.table(doc))
+    print()
+    print(goals.table(doc))
     problems = schema.validate(doc)
     if args.json:
         with open(args.json, "w") as f:

