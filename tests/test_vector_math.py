@@ -59,9 +59,10 @@ def test_sigmoid_error_bound(dtype, bound):
     np.testing.assert_array_equal(special, np.array([1.0, 0.0, np.nan, 0.5], dtype))
 
 
-@pytest.mark.parametrize("dtype, bound", [(np.float32, 1), (np.float64, 4)])
+# float32 computes in float32 arithmetic (tanh_f32): 2 ulp, where the float64 formula gave 1
+@pytest.mark.parametrize("dtype, bound", [(np.float32, 2), (np.float64, 4)])
 def test_tanh_error_bound(dtype, bound):
-    x = np.concatenate([wide(dtype), np.linspace(-0.5, 0.5, 100_001).astype(dtype)])
+    x = np.concatenate([wide(dtype), np.linspace(-0.6, 0.6, 1_000_001).astype(dtype)])
     got = ember.from_numpy(x).tanh().numpy()
     want = np.tanh(x.astype(np.float64))
     assert ulp_error(got, want, dtype).max() <= bound
