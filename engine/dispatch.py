@@ -138,8 +138,36 @@ def operands(args, dtype, device):
             for a in args]
 
 
+# (op, dtype) -> the result dtype of ``op`` on tensors of that one dtype, or None where the
+# kind is refused: the decisions of ``elementwise`` for its commonest call, two tensors of one
+# dtype and shape, made once (per-op overhead on small tensors)
+_SAME_DTYPE = {}
+
+
+def _same_dtype_result(op, dtype):
+    if dtype.kind not in op.kinds:
+        out = None
+    elif op.result is BOOL:
+        out = dt.bool_
+    else:
+        out = dt.float64 if op.result is FLOAT and dtype.kind is not dt.Float else dtype
+    _SAME_DTYPE[op, dtype] = out
+    return out
+
+
 def elementwise(op, *args):
     """Run elementwise ``op`` over tensors and Python scalars, with broadcasting."""
+    if len(args) == 2:
+        a, b = args
+        if type(a) is _tensor_cls and type(b) is _tensor_cls and a._dtype is b._dtype:
+            shape = a._buf.shape
+            if b._buf.shape == shape and not a._dtype.quantized:
+                key = (op, a._dtype)
+                out = _SAME_DTYPE.get(key, False)
+                if out is False:
+                    out = _same_dtype_result(op, a._dtype)
+                if out is not None and (out is a._dtype or out.kind is dt.Bool):
+                    return apply(op, a, b, shape=shape, dtype=out)
     if op is Op.WHERE:  # the condition keeps its bool dtype
         return _where(*args)
     tensors = [a for a in args if isinstance(a, _tensor_cls)]

@@ -23,6 +23,8 @@ PARALLEL_MIN = 1 << 19
 alloc = np.empty
 
 _TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
+_FLAT = {1: elementwise.flat1, 2: elementwise.flat2, 3: elementwise.flat3}
+_FLAT_KERNELS = {}  # (arity, op, out dtype) -> serial flat kernel
 _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)
 _KERNELS = {}  # (arity, op, out dtype) -> Kernel: a plain dict is the cheapest lookup per call
@@ -88,6 +90,17 @@ def elementwise(op, inputs, out):
     if n == 0:
         return out
     key = (len(inputs), op, out.dtype.char)
+    if n < PARALLEL_MIN and out.flags.c_contiguous:
+        for x in inputs:
+            if x.size != n or not x.flags.c_contiguous:
+                break
+        else:   # every input holds the output's elements in the same order: one flat index
+            f = _FLAT_KERNELS.get(key)
+            if f is None:
+                f = _FLAT_KERNELS[key] = kernel(_FLAT[len(inputs)], variant(op, out.dtype)).serial
+            f(*[x if x.ndim == 1 else x.reshape(-1) for x in inputs],
+              out if out.ndim == 1 else out.reshape(-1))
+            return out
     k = _KERNELS.get(key)
     if k is None:
         k = _KERNELS[key] = kernel(_TEMPLATES[len(inputs)], variant(op, out.dtype))
