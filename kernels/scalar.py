@@ -331,6 +331,13 @@ def sigmoid(a):
     return s if a >= 0 else e * s   # NaN: e and s are NaN already
 
 
+def sigmoid_f32(a):
+    """sigmoid for float32 in float32 arithmetic: the same formula on ``exp_f32``."""
+    e = exp_f32(-abs(a))
+    s = ONE_F32 / (ONE_F32 + e)
+    return s if a >= ZERO_F32 else e * s
+
+
 # erf and gelu.  Near 0, erf(x) = x + x * Q(x*x) (Q: minimax fit of erf(x)/x - 1 on
 # |x| < 0.875; the exact leading x keeps it within 0.5 ulp + rounding).  Elsewhere
 # erfc(t) = exp(-t*t) * erfcx(t), erfcx by a polynomial in u = (t - K) / (t + K),

@@ -3,9 +3,10 @@
 ``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the scalar
 ops they call (the very compiled functions of ``builder.scalar_op``, inlined at Numba
 level so the loops vectorise), each compiled lazily as serial and parallel and cached on
-disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  ``run`` picks the loop: ``flat`` when every array input is
-contiguous with the output's shape (and one-element inputs are scalars), else
-``strided`` over merged dims (broadcasting as stride 0, views, negative strides).
+disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  ``run`` picks
+the loop: ``flat`` when every array input is contiguous with the output's shape (one-value
+inputs are scalars), else ``strided`` over merged dims (broadcasting as stride 0, views,
+negative strides).
 """
 import numba
 import numpy as np
