@@ -32,6 +32,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import threading
 
 from .cache import generated_dir
 
@@ -43,6 +44,7 @@ TYPES = {"float32": "float32", "float64": "float64", "int8": "int8", "int16": "i
          "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool_"}
 
 _MODULES = {}
+_LOCK = threading.Lock()
 
 
 def name(key):
@@ -306,6 +308,12 @@ def load(key):
     mod = _MODULES.get(key)
     if mod is not None:
         return mod
+    with _LOCK:   # threads forcing the same new chain: one writes and imports it, once
+        mod = _MODULES.get(key)
+        return mod if mod is not None else _load(key)
+
+
+def _load(key):
     modname = name(key)
     text = source(key)
     path = os.path.join(generated_dir(), modname + ".py")
@@ -316,7 +324,7 @@ def load(key):
         current = None
     if current != text:
         # written under a temporary name and renamed: a concurrent process never imports half
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -371,3 +371,32 @@ def test_a_second_process_compiles_no_fused_kernel(tmp_path):
     first = _compiled_in_new_process(env)
     assert any("ember_fused_" in name for name in first), first
     assert _compiled_in_new_process(env) == []
+
+
+def test_threads_loading_one_new_chain_write_and_import_it_once(tmp_path, monkeypatch):
+    """Threads forcing the same chain for the first time: no torn or vanished module file."""
+    import threading
+
+    from ember.kernels import fused
+
+    monkeypatch.setattr(fused, "generated_dir", lambda: str(tmp_path))
+    key = ((("a", None), ("s", "float64")), (("mul", "float64", (0, 1)), ("neg", "float64", (-1,))),
+           (1,))
+    barrier = threading.Barrier(8)
+    results, errors = [], []
+
+    def work():
+        try:
+            barrier.wait()
+            results.append(fused.load(key))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 8 and all(m is results[0] for m in results)
+    assert [p.name for p in tmp_path.iterdir()] == [fused.name(key) + ".py"]
