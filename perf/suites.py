@@ -156,7 +156,7 @@ def computed(result):
         return ember.fusion.force(result)
     if isinstance(result, (list, tuple)):
         return [computed(r) for r in result]
-    if type(result).__name__ == "Gradients":       # what backward() returns: its gradients
+    if isinstance(result, ember.Gradients):        # what backward() returns: its gradients
         for g in result._grads.values():
             computed(g)
     return result
