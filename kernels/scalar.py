@@ -155,7 +155,8 @@ def exp(a):
 
 
 def _pow2_f32(k):
-    return f32_from_bits(np.int32((int(k) + 127) << 23))
+    # int32 arithmetic: an int64 detour would halve the SIMD width of float32 loops
+    return f32_from_bits(np.int32((np.int32(k) + np.int32(127)) << 23))
 
 
 def exp_f32(a):
@@ -294,35 +295,38 @@ def tanh(a):
     return math.copysign(-em / (2.0 + em), a)
 
 
-# tanh Taylor coefficients of x, x**3, ..., x**19 (exact fractions, rounded to float32):
-# below |x| = 0.5 the last term left out is under 5e-10 of the result
-TANH_TAYLOR_F32 = tuple(F32(c) for c in (
-    1.0, -1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075,
-    -929569 / 638512875, 6404582 / 10854718875, -443861162 / 1856156927625))
+# tanh_f32 from expm1: tanh(x) = -u / (2 + u) with u = expm1(-2|x|) in (-1, 0], which keeps
+# full relative precision near 0 (no 1 - e cancellation).  expm1(y) = 2**k * q + (2**k - 1)
+# with y = k ln2 + r, |r| <= ln2 / 2 and q = e**r - 1 = r + r*r * P(r), P the Taylor series
+# of (e**r - 1 - r) / r**2 to r**6 (the first term left out is under 2e-8 of q).
+EXPM1_TAYLOR_F32 = tuple(F32(1.0 / math.factorial(i)) for i in range(2, 9))
+TANH_ONE_F32 = F32(9.1)   # tanh(9.1) rounds to 1 in float32: clamping keeps 2**k normal
 
 
 def tanh_f32(a):
     """tanh for float32 in float32 arithmetic (the launcher picks it for float32 data).
 
-    An odd Taylor polynomial below |a| = 0.5, ``1 - 2 / (exp(2|a|) + 1)`` above (no
-    cancellation there: the result is above 0.46); sign restored with copysign.
-    Within 3 ulp of float64 tanh, at twice the SIMD width of the float64 ``tanh``.
+    ``-u / (2 + u)`` with ``u = expm1(-2|a|)`` (see above): one polynomial and one division
+    for every input, sign restored with copysign.  Within 2 ulp of float64 tanh.
     """
-    c = TANH_TAYLOR_F32
+    c = EXPM1_TAYLOR_F32
     x = abs(a)
-    z = x * x
-    p = c[9]
-    p = p * z + c[8]
-    p = p * z + c[7]
-    p = p * z + c[6]
-    p = p * z + c[5]
-    p = p * z + c[4]
-    p = p * z + c[3]
-    p = p * z + c[2]
-    p = p * z + c[1]
-    small = x + x * (z * p)
-    large = ONE_F32 - TWO_F32 / (exp_f32(x + x) + ONE_F32)
-    return math.copysign(small if x < HALF_F32 else large, a)
+    x = x if x < TANH_ONE_F32 else TANH_ONE_F32   # (NaN too: restored at the end)
+    y = -(x + x)
+    k = (y * LOG2E_F32 + ROUND_MAGIC_F32) - ROUND_MAGIC_F32
+    r = (y - k * LN2_HI_F32) - k * LN2_LO_F32
+    p = c[6]
+    p = p * r + c[5]
+    p = p * r + c[4]
+    p = p * r + c[3]
+    p = p * r + c[2]
+    p = p * r + c[1]
+    p = p * r + c[0]
+    q = r + r * r * p
+    two_k = _pow2_f32(k)
+    u = two_k * q + (two_k - ONE_F32)
+    t = -u / (TWO_F32 + u)
+    return math.copysign(t if a == a else a, a)
 
 
 def sigmoid(a):
