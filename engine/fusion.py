@@ -34,7 +34,9 @@ from .ir import ELEMENTWISE
 
 # Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
 MIN_SIZE = 2
-MAX_NODES = 48      # ops per kernel: compile time grows with them (~0.13 s per op)
+# ops per kernel: compile time grows with them (~0.13 s per op); 128 holds a BALANCED
+# backward that recomputes a 40-op chain and differentiates it in one kernel
+MAX_NODES = 128
 MAX_ARRAYS = 16     # array inputs + outputs of one kernel (kernel arguments, CUDA params)
 # inputs of one kernel: the CUDA chain is one call, and CPython passes more than 30
 # arguments as *args, which Numba cannot inline
@@ -87,10 +89,13 @@ class Deferred:
 
     ``args`` are arrays or Deferred nodes of the same shape; ``value`` is the array once
     computed (then ``args`` is dropped).  ``weight`` and ``arrays`` bound the size of the
-    chain below (shared nodes counted once per use: an overestimate).
+    chain below (shared nodes counted once per use: an overestimate); ``seq`` numbers nodes
+    in creation order and ``low`` is the lowest number of the chain, so ``seq - low + 1``
+    bounds its size too (exact when nothing else was deferred meanwhile, as in a backward).
     """
 
-    __slots__ = ("op", "args", "shape", "dtype", "device", "value", "weight", "arrays", "seq")
+    __slots__ = ("op", "args", "shape", "dtype", "device", "value", "weight", "arrays", "seq",
+                 "low")
 
     def force(self):
         """The computed array (runs the fused kernel the first time)."""
@@ -115,6 +120,8 @@ def defer(op, inputs, params, device):
     args = []
     weight = 1
     arrays = 0
+    seq = next(_SEQ)
+    low = seq
     for t in inputs:
         d = t._buf
         if type(d) is Deferred:
@@ -125,16 +132,24 @@ def defer(op, inputs, params, device):
             else:
                 weight += d.weight
                 arrays += d.arrays
+                if d.low < low:
+                    low = d.low
                 args.append(d)
                 continue
         if d.size != 1:
             arrays += 1
         args.append(d)
+    if seq - low < weight:
+        weight = seq - low + 1
+    if weight > MAX_NODES or arrays >= MAX_ARRAYS:
+        # the sums count shared nodes once per use: count exactly before giving up
+        weight, arrays = _size(args)
     if weight > MAX_NODES or arrays >= MAX_ARRAYS:
         # too long: compute the operands first, this op starts a new chain
         args = d = None
         args = [t._data for t in inputs]
         weight = 1
+        low = seq
         arrays = sum(1 for d in args if d.size != 1)
     node = Deferred()
     node.op = op
@@ -145,9 +160,31 @@ def defer(op, inputs, params, device):
     node.value = None
     node.weight = weight
     node.arrays = arrays
-    node.seq = next(_SEQ)
+    node.seq = seq
+    node.low = low
     _STATS["deferred"] += 1
     return node
+
+
+def _size(args):
+    """Exact (ops, distinct input arrays) of a new node over ``args``: shared nodes once."""
+    seen = set()
+    leaves = set()
+    stack = list(args)
+    weight = 1
+    while stack:
+        a = stack.pop()
+        if type(a) is Deferred:
+            if a.value is None:
+                if id(a) not in seen:
+                    seen.add(id(a))
+                    weight += 1
+                    stack.extend(a.args)
+                continue
+            a = a.value
+        if a.size != 1:
+            leaves.add(id(a))
+    return weight, len(leaves)
 
 
 # --- forcing ----------------------------------------------------------------------------

@@ -215,7 +215,8 @@ def test_a_deferred_operand_of_another_shape(rng):
 
 
 # --- limits ------------------------------------------------------------------------------
-def test_chains_longer_than_the_limit(rng):
+def test_chains_longer_than_the_limit(rng, monkeypatch):
+    monkeypatch.setattr(fusion, "MAX_NODES", 12)   # the logic at a small limit: quick to compile
     a = randn(rng, 64)
     n_ops = fusion.MAX_NODES * 4 + 3
 
@@ -228,6 +229,21 @@ def test_chains_longer_than_the_limit(rng):
     _, st = counting(lambda: long(x).numpy())
     assert st["fused_ops"] + st["eager"] == st["deferred"] == n_ops // 2 * 2
     assert n_ops / fusion.MAX_NODES <= st["kernels"] <= 2 * n_ops / fusion.MAX_NODES + 1
+
+
+def test_shared_nodes_count_once_towards_the_limit(rng, monkeypatch):
+    # each step reads the previous value three times: counting uses would double the size
+    # estimate every step; counted once, 5 steps of 4 ops are 20 ops, one kernel
+    monkeypatch.setattr(fusion, "MAX_NODES", 24)
+
+    def diamonds(x):
+        for _ in range(5):
+            x = (x * x).tanh() + x * 0.5
+        return x
+    same(diamonds, randn(rng, 64))
+    x = ember.from_numpy(randn(rng, 64))
+    _, st = counting(lambda: diamonds(x).numpy())
+    assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0}, st
 
 
 def test_more_inputs_than_one_kernel_takes(rng):
