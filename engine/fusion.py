@@ -278,6 +278,25 @@ def _outputs(order, uses):
     return [k for k, c in enumerate(counts) if k == last or c > _BASE + uses.get(k, 0)]
 
 
+def _cut(entries, kinds, outputs):
+    """The last position of a chain too big for one kernel whose start up to there fits:
+    its array inputs and written values (those held outside, and itself) counted in order."""
+    held = set(outputs)
+    seen = set()
+    arrays = 0
+    best = 0
+    for k, (_, _, refs) in enumerate(entries):
+        for i in refs:
+            if i >= 0 and i not in seen:
+                seen.add(i)
+                arrays += kinds[i][0] == "a"
+        if arrays + (k in held) + 1 > MAX_ARRAYS or len(seen) > MAX_LEAVES:
+            break
+        arrays += k in held
+        best = k
+    return best
+
+
 def _pending(args):
     for a in args:
         if type(a) is Deferred and a.value is None:
@@ -299,9 +318,9 @@ def _force(root):
                 n_arrays += 1
         if n_arrays <= MAX_ARRAYS and len(leaves) <= MAX_LEAVES:
             break
-        # too big for one kernel: compute the first half of the chain on its own, then
-        # this node is an input of the rest (never the root: the chain has two nodes or more)
-        first = order[(len(order) - 1) // 2]
+        # too big for one kernel: compute the longest start of the chain that fits on its
+        # own, then that node is an input of the rest (never the root: it does not fit)
+        first = order[_cut(entries, kinds, outputs)]
         del order, leaves, uses
         first.force()
         del first
