@@ -99,8 +99,9 @@ class _QuantKernel(Kernel):
         bindings = dict(_compiled_scalars())
         if bits:
             bindings.update(BITS=bits, VPB=8 // bits)
-            bindings["SPAN"] = njit(inline="always", **JIT_OPTIONS)(
-                specialize(_unpack_span, f"_unpack_span__{bits}bit", **bindings))
+        span = _unpack_span if bits else _native_span
+        bindings["SPAN"] = njit(inline="always", **JIT_OPTIONS)(
+            specialize(span, span.__name__ + (f"__{bits}bit" if bits else ""), **bindings))
         self._fn = (specialize(template, self.name, **bindings),
                     specialize(template, self.name + "__par", **bindings))
         self._serial = self._parallel = None
@@ -186,28 +187,11 @@ def quantize_blocks(x, scales, bm, bn, lo, hi, out):
             c = seg
 
 
-def dequantize_native(q, scales, bm, bn, r0, c0, out):
-    """``out[l, i, j] = DEQUANTIZE(q[l, r0 + i, c0 + j], its scale)``: the window of int8 ``q``
-    at ``(r0, c0)`` the size of ``out`` (the whole tensor, or a matmul tile)."""
-    L, TR, TC = out.shape
-    ncc = (TC + CHUNK - 1) // CHUNK
-    for t in prange(L * TR * ncc):
-        cc = t % ncc
-        i = (t // ncc) % TR
-        l = t // (ncc * TR)
-        r = r0 + i
-        gr = r // bm
-        c = c0 + cc * CHUNK
-        end = min(c0 + TC, c + CHUNK)
-        while c < end:
-            g = c // bn
-            seg = min(end, (g + 1) * bn)
-            s = scales[l, gr, g]
-            src = q[l, r, c:seg]
-            dst = out[l, i, c - c0:seg - c0]
-            for j in range(seg - c):
-                dst[j] = DEQUANTIZE(src[j], s)
-            c = seg
+def _native_span(row, c, seg, s, dst):
+    """``dst[j - c] = DEQUANTIZE(row[j], s)`` for ``c <= j < seg``: int8 values, one per byte."""
+    src = row[c:seg]
+    for j in range(seg - c):
+        dst[j] = DEQUANTIZE(src[j], s)
 
 
 def _unpack_span(row, c, seg, s, dst):
@@ -230,8 +214,11 @@ def _unpack_span(row, c, seg, s, dst):
         dst[j - c] = DEQUANTIZE(UNPACK(row[j // VPB], (j % VPB) * BITS, BITS), s)
 
 
-def dequantize_packed(data, scales, bm, bn, r0, c0, out):
-    """``dequantize_native`` reading ``BITS``-bit values from packed words, given as their bytes."""
+def dequantize_blocks(data, scales, bm, bn, r0, c0, out):
+    """``out[l, i, j] = DEQUANTIZE(value (r0 + i, c0 + j) of data, its scale)``: the window of
+    the values at ``(r0, c0)`` the size of ``out`` (the whole tensor, or a matmul tile).  ``SPAN``
+    reads one block segment of a row: int8 values, or ``BITS``-bit values from packed words
+    given as their bytes."""
     L, TR, TC = out.shape
     ncc = (TC + CHUNK - 1) // CHUNK
     for t in prange(L * TR * ncc):
@@ -243,7 +230,7 @@ def dequantize_packed(data, scales, bm, bn, r0, c0, out):
         c = c0 + cc * CHUNK
         end = min(c0 + TC, c + CHUNK)
         row = data[l, r]
-        while c < end:
+        while c < end:                              # one block segment at a time
             g = c // bn
             seg = min(end, (g + 1) * bn)
             SPAN(row, c, seg, scales[l, gr, g], out[l, i, c - c0:seg - c0])
@@ -371,7 +358,7 @@ def dequantize(q, scales, bm, bn, bits, C, dtype):
 def dequantize_into(q, scales, bm, bn, bits, out, r0=0, c0=0, serial=False):
     """Fill ``out`` ``(L, TR, TC)`` with the dequantized window of ``q`` at ``(r0, c0)``."""
     if out.size:
-        k = kernel(dequantize_packed, bits) if bits else kernel(dequantize_native)
+        k = kernel(dequantize_blocks, bits)
         fn = k.serial if serial else _pick(k, out.size)
         fn(_bytes(q) if bits else q, scales, bm, bn, r0, c0, out)
     return out
