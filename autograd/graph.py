@@ -12,16 +12,18 @@ is a topological order.  Un-broadcasting and accumulation of fan-out happen
 here, once, never in the rules.
 """
 import itertools
+import operator
 
 from ember import dispatch
-from ember import dtypes as dt
 from ember.device import CheckpointingStrategy
+from ember.dtypes import Float
 from . import checkpoint
-from .rules import RULES
+from .rules import OUT, RULES
 
 BALANCED = CheckpointingStrategy.BALANCED
 
 _counter = itertools.count()
+_order = operator.attrgetter("order")
 
 
 class AutodiffError(RuntimeError):
@@ -65,9 +67,9 @@ def leaf(shape, distributed=None):
 class Step:
     """The recorded backward work of one op output."""
 
-    __slots__ = ("rule", "params", "needs", "shapes", "dtypes", "x", "out")
+    __slots__ = ("rule", "params", "needs", "shapes", "dtypes", "x", "out", "balanced")
 
-    def __init__(self, rule, params, needs, shapes, dtypes, x, out):
+    def __init__(self, rule, params, needs, shapes, dtypes, x, out, balanced=False):
         self.rule = rule
         self.params = params
         self.needs = needs      # per input: does it take a gradient?
@@ -75,15 +77,21 @@ class Step:
         self.dtypes = dtypes
         self.x = x              # saved inputs (None where not needed)
         self.out = out          # saved output(s) or None
+        self.balanced = balanced  # recorded under BALANCED: x and out may hold recipes
 
 
 def inner(t):
     """``t`` as a tensor without autodiff sharing its storage: what steps save.
 
     A deferred (fused) value stays deferred: both tensors share the node and its result.
+    A tensor without autodiff and graph reference is saved as it is (tensors are values).
     """
     d = t._device
-    return dispatch.wrap(t._buf, d.base() if d._autodiff else d, t._dtype)
+    if d._autodiff:
+        d = d.base()
+    elif t._node is None:
+        return t
+    return dispatch.wrap(t._buf, d, t._dtype)
 
 
 def record(op, inputs, params, out):
@@ -98,10 +106,14 @@ def record(op, inputs, params, out):
     deps = rule.deps
     needs = []
     parents = []
+    shapes = []
+    dtypes = []
     keep = ()
-    for i, t in enumerate(inputs):
+    i = 0
+    for t in inputs:
         node = t._node
-        if node is not None and t._dtype.kind is dt.Float:
+        dtype = t._dtype
+        if node is not None and dtype.kind is Float:
             needs.append(True)
             parents.append(node)
             if i < len(deps):
@@ -109,26 +121,29 @@ def record(op, inputs, params, out):
         else:
             needs.append(False)
             parents.append(None)
-    outs = out if type(out) is tuple else (out,)
+        shapes.append(t._buf.shape)
+        dtypes.append(dtype)
+        i += 1
+    first = out[0] if type(out) is tuple else out
+    balanced = first._device.checkpointing is BALANCED
     recipe = None
     save = inner
-    if outs[0]._device.checkpointing is BALANCED:
+    if balanced:
         save = _balanced_ref
         if op in checkpoint.MEMORY_BOUND:
             recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
-    if keep:
-        x = tuple(save(t) if i in keep else None for i, t in enumerate(inputs))
-    else:
-        x = (None,) * len(inputs)
+    x = [None] * i
     saved_out = None
-    if "out" in keep:
-        if type(out) is tuple:
-            saved_out = tuple(inner(o) for o in outs)
-        else:
-            saved_out = recipe or inner(out)
-    step = Step(rule, params, needs, [t._buf.shape for t in inputs],
-                [t._dtype for t in inputs], x, saved_out)
-    outs[0]._node = Node(parents, step, False, op, outs[0]._buf.shape, recipe)
+    for k in keep:
+        if k == OUT:
+            if type(out) is tuple:
+                saved_out = tuple(inner(o) for o in out)
+            else:
+                saved_out = recipe or inner(out)
+        elif x[k] is None:
+            x[k] = save(inputs[k])
+    step = Step(rule, params, needs, shapes, dtypes, tuple(x), saved_out, balanced)
+    first._node = Node(parents, step, False, op, first._buf.shape, recipe)
 
 
 def _balanced_ref(t):
@@ -182,12 +197,18 @@ def backward(root_tensor):
             "Call .autodiff().require_grad() on the source leaf (e.g. w = w.autodiff().require_grad()) "
             "before computing the loss.")
     nodes = _collect(root)
-    nodes.sort(key=lambda n: n.order, reverse=True)
+    nodes.sort(key=_order, reverse=True)
     from ember.creation import ones
     seed = ones(root_tensor.shape, dtype=root_tensor.dtype, device=root_tensor.device.base())
     grads = {id(root): seed}
     out = Gradients()
-    recompute = checkpoint.Recompute([n.step for n in nodes if n.step is not None])
+    # recipes exist only in steps recorded under BALANCED: without one, recomputing and
+    # releasing do nothing, and the walk skips them
+    recompute = None
+    for n in nodes:
+        if n.step is not None and n.step.balanced:
+            recompute = checkpoint.Recompute([n.step for n in nodes if n.step is not None])
+            break
     sync = backward_hook(nodes, root_tensor) if backward_hook is not None else None
     for n in nodes:
         g = grads.pop(id(n), None)
@@ -201,17 +222,24 @@ def backward(root_tensor):
         n.step = None          # consume: saved tensors and recipes are released with the step
         n.recipe = None
         n.consumed = True
-        saved = checkpoint.saved_values(step)
+        if recompute is not None:
+            saved = checkpoint.saved_values(step)
+            if g is not None:
+                recompute.resolve(step)
         if g is not None:
-            recompute.resolve(step)
             grads_in = step.rule.backward(step, g)
             for p, gi, shape in zip(n.parents, grads_in, step.shapes):
                 if p is None or gi is None:
                     continue
-                gi = sum_to(gi, shape)
+                if gi._buf.shape != shape:
+                    gi = sum_to(gi, shape)
                 prev = grads.get(id(p))
                 grads[id(p)] = gi if prev is None else prev + gi
-        recompute.done(saved)
+        if recompute is not None:
+            recompute.done(saved)
+        # the step's values die here: forcing a deferred gradient (a leaf's, below) writes
+        # out whatever a local variable still holds
+        step = saved = grads_in = gi = prev = None
     if sync is not None:
         sync.finish(out)
     return out

@@ -7,11 +7,17 @@ Numba typing error ever reaches the user.  Autodiff and fusion wrap this seam:
 with fusion on, ``apply`` defers elementwise ops (``ember.fusion``) instead of
 running them.
 """
+import math
+
 from . import dtypes as dt
 from . import fusion
 from .device import DeviceError, StrategyError
 from .device import parse as parse_device  # noqa: F401  (used by Tensor.to)
+from .fusion import Deferred
 from .ir import BOOL, FLOAT, Op
+
+_new = object.__new__
+prod = math.prod
 
 _tensor_cls = None  # ember.Tensor, set by tensor.py (avoids an import cycle)
 
@@ -23,7 +29,7 @@ def op_name(op):
 
 def wrap(data, device, dtype, node=None):
     """A new Tensor around backend storage ``data`` (an array, or a deferred ``fusion`` node)."""
-    t = object.__new__(_tensor_cls)
+    t = _new(_tensor_cls)
     t._buf = data
     t._device = device
     t._dtype = dtype
@@ -138,36 +144,87 @@ def operands(args, dtype, device):
             for a in args]
 
 
-# (op, dtype) -> the result dtype of ``op`` on tensors of that one dtype, or None where the
-# kind is refused: the decisions of ``elementwise`` for its commonest call, two tensors of one
-# dtype and shape, made once (per-op overhead on small tensors)
-_SAME_DTYPE = {}
+# The promotion and kind decisions of ``elementwise``, made once per signature of its
+# operands: (op, dtype name of each tensor or type of each Python scalar, in order) ->
+# (dtype the op computes in, result dtype), or () where the general path decides: quantized
+# operands, and kinds the op refuses (it raises there).  Only calls with one or two
+# operands, tensors and int, float or bool scalars, have a signature.  Per-op overhead on
+# small tensors: no promotion, kind check or list building per call.
+_PLANS = {}
+_SCALARS = frozenset((int, float, bool))
 
 
-def _same_dtype_result(op, dtype):
-    if dtype.kind not in op.kinds:
-        out = None
-    elif op.result is BOOL:
-        out = dt.bool_
-    else:
-        out = dt.float64 if op.result is FLOAT and dtype.kind is not dt.Float else dtype
-    _SAME_DTYPE[op, dtype] = out
-    return out
+def _plan(key, op, args):
+    plan = ()
+    tensors = [a for a in args if isinstance(a, _tensor_cls)]
+    if not any(t._dtype.quantized for t in tensors):
+        dtype = promote_args(tensors, args)
+        if dtype.kind in op.kinds:
+            if op.result is FLOAT and dtype.kind is not dt.Float:
+                dtype = dt.float64
+            plan = (dtype, dt.bool_ if op.result is BOOL else dtype)
+    _PLANS[key] = plan
+    return plan
 
 
 def elementwise(op, *args):
     """Run elementwise ``op`` over tensors and Python scalars, with broadcasting."""
     if len(args) == 2:
         a, b = args
-        if type(a) is _tensor_cls and type(b) is _tensor_cls and a._dtype is b._dtype:
-            shape = a._buf.shape
-            if b._buf.shape == shape and not a._dtype.quantized:
-                key = (op, a._dtype)
-                out = _SAME_DTYPE.get(key, False)
-                if out is False:
-                    out = _same_dtype_result(op, a._dtype)
-                if out is not None and (out is a._dtype or out.kind is dt.Bool):
-                    return apply(op, a, b, shape=shape, dtype=out)
+        if type(a) is _tensor_cls:
+            if type(b) is _tensor_cls:                       # tensor (op) tensor
+                key = (op, a._dtype.name, b._dtype.name)
+                plan = _PLANS.get(key)
+                if plan is None:
+                    plan = _plan(key, op, args)
+                if plan:
+                    sa = a._buf.shape
+                    sb = b._buf.shape
+                    if sa == sb or not sb:
+                        shape = sa
+                    elif not sa:
+                        shape = sb
+                    else:
+                        shape = broadcast_shapes(op, sa, sb)
+                    dtype = plan[0]
+                    if a._dtype is not dtype:
+                        a = cast(a, dtype)
+                    if b._dtype is not dtype:
+                        b = cast(b, dtype)
+                    return apply(op, a, b, shape=shape, dtype=plan[1])
+            elif type(b) in _SCALARS:                        # tensor (op) scalar
+                key = (op, a._dtype.name, type(b))
+                plan = _PLANS.get(key)
+                if plan is None:
+                    plan = _plan(key, op, args)
+                if plan:
+                    dtype = plan[0]
+                    c = constant(b, a._device, dtype)
+                    if a._dtype is not dtype:
+                        a = cast(a, dtype)
+                    return apply(op, a, c, shape=a._buf.shape, dtype=plan[1])
+        elif type(b) is _tensor_cls and type(a) in _SCALARS:  # scalar (op) tensor
+            key = (op, type(a), b._dtype.name)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = _plan(key, op, args)
+            if plan:
+                dtype = plan[0]
+                c = constant(a, b._device, dtype)
+                if b._dtype is not dtype:
+                    b = cast(b, dtype)
+                return apply(op, c, b, shape=b._buf.shape, dtype=plan[1])
+    elif len(args) == 1:
+        a = args[0]
+        if type(a) is _tensor_cls:
+            key = (op, a._dtype.name)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = _plan(key, op, args)
+            if plan:
+                if a._dtype is not plan[0]:
+                    a = cast(a, plan[0])
+                return apply(op, a, shape=a._buf.shape, dtype=plan[1])
     if op is Op.WHERE:  # the condition keeps its bool dtype
         return _where(*args)
     tensors = [a for a in args if isinstance(a, _tensor_cls)]
@@ -212,31 +269,41 @@ def apply(op, *inputs, out_dtype=None, **params):
     result is autodiff-enabled when any input is, and an autodiff node is
     recorded when any input is tracked and the result is a float tensor.
     """
-    device = inputs[0]._device
-    ad = device if device._autodiff else None
+    device = out_device = inputs[0]._device
     tracked = False
     for t in inputs:
-        d = t._device
-        if d is not device:
-            if d != device:
-                raise DeviceError(f"{op_name(op)}: tensors are on different devices ({device} and {d})")
-            if d._autodiff:
-                if ad is None:
-                    ad = d
-                elif d.checkpointing is not ad.checkpointing:
-                    raise StrategyError(
-                        f"{op_name(op)}: tensors use different checkpointing strategies "
-                        f"({ad.checkpointing.name} and {d.checkpointing.name})")
+        if t._device is not device:
+            out_device = _join_devices(op, device, out_device, t._device)
         if t._node is not None:
             tracked = True
         if t._dtype.quantized:   # quantized storage: engine/quant.py runs the op (DESIGN §5)
             from .quant import apply as apply_quantized
             return apply_quantized(op, inputs, out_dtype, params)
-    if op in fusion.FUSABLE and fusion.ENABLED:
-        data = fusion.defer(op, inputs, params, device)
+    if op in fusion.FUSABLE:
+        # fusion defers the op, except an output of fewer than MIN_SIZE elements, which it
+        # runs at once: decided here, without the call, for the small ops that are most
+        # sensitive to per-op overhead
+        if fusion.ENABLED and prod(params["shape"]) >= fusion.MIN_SIZE:
+            data = fusion.defer(op, inputs, params, device)
+        else:
+            if len(inputs) == 2:   # their storage, as Tensor._data reads it (no deferred one here)
+                x = inputs[0]._buf
+                y = inputs[1]._buf
+                if type(x) is Deferred:
+                    x = inputs[0]._data
+                if type(y) is Deferred:
+                    y = inputs[1]._data
+                arrays = (x, y)
+            else:
+                arrays = [t._data for t in inputs]
+            backend = device._backend or device.backend
+            run = getattr(backend, "elementwise", None)   # the positional entry, where there is one
+            if run is not None:
+                data = run(op, arrays, params["shape"], params["dtype"])
+            else:
+                data = backend.execute(op, *arrays, **params)
     else:
         data = device.backend.execute(op, *[t._data for t in inputs], **params)
-    out_device = ad or device
     if out_dtype is None:
         out_dtype = params.get("dtype") or inputs[0]._dtype
     if type(data) is tuple:
@@ -244,7 +311,27 @@ def apply(op, *inputs, out_dtype=None, **params):
         if tracked and out_dtype[0].kind is dt.Float:
             record(op, inputs, params, outs)
         return outs
-    out = wrap(data, out_device, out_dtype)
+    out = _new(_tensor_cls)   # wrap(), inlined
+    out._buf = data
+    out._device = out_device
+    out._dtype = out_dtype
+    out._node = None
     if tracked and out_dtype.kind is dt.Float:
         record(op, inputs, params, out)
     return out
+
+
+def _join_devices(op, first, out_device, d):
+    """The result device of an op whose inputs so far are on ``first`` and give
+    ``out_device``, given one more input on ``d``: the same device is required, the first
+    autodiff one wins, and autodiff inputs must share their checkpointing strategy."""
+    if d != first:
+        raise DeviceError(f"{op_name(op)}: tensors are on different devices ({first} and {d})")
+    if d._autodiff:
+        if not out_device._autodiff:
+            return d
+        if d.checkpointing is not out_device.checkpointing:
+            raise StrategyError(
+                f"{op_name(op)}: tensors use different checkpointing strategies "
+                f"({out_device.checkpointing.name} and {d.checkpointing.name})")
+    return out_device

@@ -101,6 +101,9 @@ class Op(enum.Enum):
     # --- scans (params: axis, dtype)
     CUMSUM = ("cumsum", ANY)
     CUMPROD = ("cumprod", ANY)
+    # --- normalisations along one dim (params: axis, dtype); fused, not elementwise
+    SOFTMAX = ("softmax", FLT)
+    LOG_SOFTMAX = ("log_softmax", FLT)
     # --- linear algebra, sorting, indexing
     MATMUL = ("matmul", NUM)
     SORT = ("sort", NUM)

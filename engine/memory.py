@@ -217,6 +217,8 @@ def _cpu_allocate(size):
 CPU_POOL = Pool("cpu", _cpu_allocate, _default_cpu_limit() if LIMIT is None else LIMIT,
                 ENABLED, CPU_MIN_BYTES)
 _MIN = CPU_MIN_BYTES if ENABLED else math.inf
+_prod = math.prod       # module-level names: the cheapest lookups in the per-op path
+_np_empty = np.empty
 
 
 def empty(shape, dtype):
@@ -226,13 +228,13 @@ def empty(shape, dtype):
     ``shape`` is an int or a tuple, ``dtype`` anything ``np.dtype`` takes.
     """
     try:    # the common call: a tuple and an np.dtype (no checks: this runs for every op)
-        nbytes = math.prod(shape) * dtype.itemsize
+        nbytes = _prod(shape) * dtype.itemsize
     except (TypeError, AttributeError):  # an int shape, a dtype given as a type or a name
         shape = tuple(shape) if hasattr(shape, "__len__") else (operator.index(shape),)
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN:
-        return np.empty(shape, dtype)
+        return _np_empty(shape, dtype)
     block, size = CPU_POOL.acquire(nbytes)
     return np.asarray(_Holder(block, size, tuple(shape), dtype.str))
 

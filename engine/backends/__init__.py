@@ -33,6 +33,7 @@ def op_table(b):
     table.update({
         Op.ARGMAX: b._arg_reduce, Op.ARGMIN: b._arg_reduce,
         Op.CUMSUM: b._cumulative, Op.CUMPROD: b._cumulative,
+        Op.SOFTMAX: b._softmax, Op.LOG_SOFTMAX: b._softmax,
         Op.MATMUL: b._matmul, Op.SORT: b._sort_op, Op.TOPK: b._topk,
         Op.GATHER: b._gather, Op.SCATTER: b._scatter,
         Op.INDEX_SELECT: b._index_select, Op.NONZERO: b._nonzero,

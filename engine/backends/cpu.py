@@ -18,12 +18,13 @@ class CpuBackend:
 
     def __init__(self):
         # the kernels import Numba: only now, when the first CPU op runs
-        from ember.kernels.cpu import index, launch, reduce, scan, sort
+        from ember.kernels.cpu import index, launch, reduce, scan, softmax, sort
 
         self._launch = launch
         self._reduce = reduce
         self._scan = scan
         self._sort = sort
+        self._softmax_k = softmax
         self._index = index
         self._table = op_table(self)
         launch.alloc = empty  # the kernels' outputs come from the caching pool too
@@ -34,7 +35,12 @@ class CpuBackend:
 
     # --- elementwise --------------------------------------------------------
     def _elementwise(self, op, *inputs, shape, dtype):
-        return self._launch.elementwise(op.scalar, inputs, empty(shape, dtype.np))
+        return self._launch.elementwise_new(op.scalar, inputs, shape, dtype.np)
+
+    def elementwise(self, op, inputs, shape, dtype):
+        """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called
+        positionally: dispatch's entry for small ops run at once (per-op overhead)."""
+        return self._launch.elementwise_new(op.scalar, inputs, shape, dtype.np)
 
     # --- reductions and scans -----------------------------------------------
     def _reduction(self, op, x, *, axes, dtype):
@@ -45,6 +51,9 @@ class CpuBackend:
 
     def _cumulative(self, op, x, *, axis, dtype):
         return self._scan.scan("add" if op is Op.CUMSUM else "mul", x, axis, dtype.np)
+
+    def _softmax(self, op, x, *, axis, dtype):
+        return self._softmax_k.softmax(x, axis, log=op is Op.LOG_SOFTMAX)
 
     # --- linear algebra, sorting, indexing ----------------------------------
     def _matmul(self, op, a, b, dtype=None):

@@ -154,7 +154,7 @@ class CudaBackend:
 
         from ember.kernels.cpu.launch import merge_dims
         from ember.kernels.cpu.reduce import _identity
-        from ember.kernels.cuda import builder, elementwise, linalg, reduce, sort
+        from ember.kernels.cuda import builder, elementwise, linalg, reduce, softmax, sort
         from ember.kernels.cuda import index as index_kernels  # not `index`: the GPU number
 
         self.cuda = cuda
@@ -165,6 +165,7 @@ class CudaBackend:
         self._identity = _identity
         self._k = {"map": {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3},
                    "ew": elementwise, "reduce": reduce, "linalg": linalg, "sort": sort,
+                   "softmax": softmax,
                    "index": index_kernels}
         self._multi = len(cuda.gpus) > 1
         with self._context():
@@ -242,8 +243,13 @@ class CudaBackend:
         return self.map("identity", [x], self.empty(x.shape, dtype or x.dtype))
 
     def _dense(self, x, dtype=None):
+        """``x`` C-contiguous from element 0 of its ``buf`` (kernels given a bare buffer index
+        it from 0), in ``dtype``: a view re-based at its offset, or a copy."""
         if x.c_contiguous and (dtype is None or x.dtype == dtype):
-            return x
+            if x.offset == 0:
+                return x
+            return CudaArray(x.block, x.buf[x.offset:x.offset + x.size], 0, x.shape, x.strides,
+                             x.dtype, x.device)
         return self.copy(x, dtype)
 
     # --- elementwise --------------------------------------------------------
@@ -321,6 +327,24 @@ class CudaBackend:
             self._launch(kern, self._b.grid(outer * inner), self._b.THREADS, src.buf, out.buf,
                          outer, n, inner)
         return out
+
+    def _softmax(self, op, x, *, axis, dtype):
+        shape = x.shape
+        if not shape:
+            x = x.view(x.offset, (1,), (1,))
+        dims = tuple(d for d in range(x.ndim) if d != axis) + (axis,)
+        y = self._dense(self._permute(None, x, dims=dims))   # the softmax dim last
+        out = self.empty(y.shape, y.dtype)
+        n = y.shape[-1]
+        rows = y.size // n if n else 0
+        if rows:
+            kern = self._b.kernel(self._k["softmax"].softmax_rows, self._b.variant("exp", y.dtype),
+                                  y.dtype)
+            self._launch(kern, self._b.grid(rows, 1), self._b.THREADS, y.buf, y.offset, out.buf,
+                         rows, n, y.dtype.type(-np.inf), y.dtype.type(1), op is Op.LOG_SOFTMAX)
+        if not shape:
+            return out.view(0, (), ())
+        return self._permute(None, out, dims=tuple(int(d) for d in np.argsort(dims)))
 
     # --- linear algebra ---------------------------------------------------------
     def _matmul(self, op, a, b, dtype=None):

@@ -169,3 +169,29 @@ def test_balanced_retains_less_memory_after_forward():
     np.testing.assert_array_equal(g_none, g_balanced)
     assert kept_none > 10 * n * 8                      # NONE keeps tanh and exp outputs
     assert kept_balanced * 3 <= kept_none, (kept_balanced, kept_none)
+
+
+def test_balanced_recompute_fuses_into_the_backward_kernel():
+    # the recomputed values are never written out: recompute and gradient are one fused
+    # kernel whose only output is the gradient (fusion counts each value of the chain once)
+    from ember import fusion
+    if not fusion.is_enabled():
+        pytest.skip("EMBER_FUSION=0: nothing is fused")
+    x = ember.tensor(np.linspace(-1, 1, 64), device=dev(BALANCED)).require_grad()
+    y = x
+    for k in range(10):
+        y = (y * 0.9).tanh() if k % 2 else (y + 0.1).sigmoid()
+    loss = y.sum()
+    fusion.stats(reset=True)
+    g = np.asarray(x.grad(loss.backward()))
+    st = fusion.stats(reset=True)
+    assert st["kernels"] == 1 and st["outputs"] == 1, st
+    assert st["fused_ops"] >= 20            # the recompute (20 ops) and the gradient together
+    want = np.ones(64)
+    ys = [np.linspace(-1, 1, 64)]
+    for k in range(10):
+        ys.append(np.tanh(ys[-1] * 0.9) if k % 2 else 1 / (1 + np.exp(-(ys[-1] + 0.1))))
+    for k in reversed(range(10)):
+        y_next = ys[k + 1]
+        want = want * ((1 - y_next ** 2) * 0.9 if k % 2 else y_next * (1 - y_next))
+    np.testing.assert_allclose(g, want, rtol=1e-12)

@@ -53,6 +53,21 @@ def test_reductions_long_rows_nan_and_strided(cuda, rng):
     assert_same(g.argmin(), c.argmin())
 
 
+def test_kernels_reading_a_view_with_an_offset(cuda, rng):
+    # contiguous views that start inside their buffer (g[1:], g[2]): the reduction, scan
+    # and sort kernels index a bare buffer and must start at the view's first element
+    c, g = pair(rng.uniform(-3, 3, (4, 6)))
+    for cv, gv in ((c[1:], g[1:]), (c[2], g[2]), (c[1:3], g[1:3])):
+        assert_same(gv.sum(1 if gv.ndim == 2 else 0), cv.sum(1 if cv.ndim == 2 else 0))
+        assert_same(gv.sum(), cv.sum())
+        assert_same(gv.max(), cv.max())
+        assert_same(gv.argmax(), cv.argmax())
+        assert_same(gv.cumsum(0), cv.cumsum(0))
+        assert_same(gv.sort(-1)[0], cv.sort(-1)[0])
+        assert_same(gv.sort(-1)[1], cv.sort(-1)[1])
+    np.testing.assert_allclose(g[1:].sum(1).numpy(), c.numpy()[1:].sum(1))
+
+
 @pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
 def test_scans(cuda, rng, dtype):
     c, g = pair(_data(rng, dtype, (3, 4, 5)))
