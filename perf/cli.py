@@ -1,6 +1,7 @@
 """``python -m perf``: run the benchmark suites, compare two runs, report one, validate a file.
 
     python -m perf run [--suite NAME[,NAME]|all] [--device cpu|cuda] [--quick] [--json FILE] [-k TEXT]
+                       [--no-torch]
     python -m perf compare BASE.json NEW.json [--threshold 0.1] [--format table|markdown|json]
     python -m perf report FILE.json [--plot out.png]
     python -m perf validate FILE.json [FILE.json ...]
@@ -34,6 +35,8 @@ def parser():
     run.add_argument("--json", metavar="FILE", help="write the results to FILE")
     run.add_argument("-k", metavar="TEXT", default="",
                      help="only the benchmarks whose name contains TEXT")
+    run.add_argument("--no-torch", action="store_true",
+                     help="do not import PyTorch, even when it is installed (no torch column)")
 
     cmp = sub.add_parser("compare", help="compare two results files (exit 1 on a regression)")
     cmp.add_argument("base", metavar="BASE.json")

@@ -87,10 +87,13 @@ def run_case(case, settings):
     return rows
 
 
-def run(suite_names, quick=False, device="cpu", name_filter="", progress=True):
-    """Runs the suites; returns the results document (schema version ``schema.SCHEMA_VERSION``)."""
+def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, torch=True):
+    """Runs the suites; returns the results document (schema version ``schema.SCHEMA_VERSION``).
+
+    ``torch=False`` leaves PyTorch out (not even imported: its thread pools stay out of the
+    process)."""
     opts = QUICK if quick else FULL
-    settings = suites.Settings(device=device, torch=optional_torch(), **opts)
+    settings = suites.Settings(device=device, torch=optional_torch() if torch else None, **opts)
     selected = [c for c in suites.cases(suite_names, device)
                 if any(name_filter in n for n in c.names)]
     bar = Progress(len(selected)) if progress else None
@@ -109,7 +112,7 @@ def run(suite_names, quick=False, device="cpu", name_filter="", progress=True):
         "schema": schema.SCHEMA, "schema_version": schema.SCHEMA_VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "settings": {"quick": quick, "suites": list(suite_names), "device": device,
-                     "filter": name_filter, **opts},
+                     "filter": name_filter, "torch": settings.torch is not None, **opts},
         "environment": environment(),
         "rows": rows,
     }
@@ -118,7 +121,8 @@ def run(suite_names, quick=False, device="cpu", name_filter="", progress=True):
 def main(args):
     names = suites.SUITES if args.suite == "all" else args.suite.split(",")
     try:
-        doc = run(names, quick=args.quick, device=args.device, name_filter=args.k)
+        doc = run(names, quick=args.quick, device=args.device, name_filter=args.k,
+                  torch=not getattr(args, "no_torch", False))
     except ValueError as e:   # an unknown suite
         print(f"perf run: {e}", file=sys.stderr)
         return 2

@@ -3,8 +3,10 @@
 A suite is a list of ``Case``s; a case runs one or a few related measurements and returns
 their rows (see perf/schema.py).  Every timing goes through ``ember.benchmark``'s machinery:
 warm-up first (compile time never counts), samples long enough for the clock, and the
-libraries of one row sampled in turn, so a drift of the machine hits them alike.  Inputs are
-built once as numpy arrays; Ember and PyTorch get zero-copy views of them.
+libraries of one row timed in blocks of consecutive samples, each after the previous library's
+worker threads have gone idle, in a few rounds so a drift of the machine hits them alike
+(perf/timing.py).  Inputs are built once as numpy arrays; Ember and PyTorch get zero-copy views
+of them.
 
 Suites: elementwise, reductions, matmul, softmax (ops against numpy and PyTorch), autodiff
 (cost per recorded node and of backward on small tensors; an MLP training step),
@@ -24,7 +26,8 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 import ember
-from ember.benchmark import Timer, benchmark_many, summarize
+from ember.benchmark import Timer, summarize
+from perf.timing import benchmark_blocks
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
           "quantized", "startup", "cuda")
@@ -95,10 +98,10 @@ def error_text(e):
 
 
 def timed(fns, s, **kw):
-    """benchmark_many with the run's settings (``kw`` overrides them)."""
+    """benchmark_blocks with the run's settings (``kw`` overrides them)."""
     opts = dict(warmup=s.warmup, repeat=s.repeat, min_time=s.min_time, max_time=s.max_time)
     opts.update(kw)
-    return benchmark_many(fns, **opts)
+    return benchmark_blocks(fns, **opts)
 
 
 def torch_device(s, device):

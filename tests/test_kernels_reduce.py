@@ -226,6 +226,7 @@ def test_reduce_errors():
     ((512, 256), (0,)),                 # row accumulation
     ((4, BIG // 4), (1,)),              # few long rows: split
     ((BIG // 4, 4), (0,)),              # narrow inner
+    ((BIG // 4, 4), (1,)),              # short rows: one accumulator per output
     ((64, 32, 64), (0, 2)),             # two blocks: two passes
     ((2, 4096, 16), (1,)),              # few outer rows, split rows
 ])
@@ -248,10 +249,66 @@ def test_reduce_parallel_nan_and_ints(parallel):
     check_reduce("add", b[:, ::-1], (1,), np.int64)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.bool_])
+def test_reduce_any_alignment(dtype):
+    # contiguous rows start their blocks on a cache line: a head of up to 63 bytes is
+    # folded on its own, before blocks, rows and leftovers
+    base = make(40000 + 64, dtype)
+    for off in (0, 1, 3, 7, 15, 17, 63):
+        for size in (40000, 4099, 700):
+            x = base[off:off + size]
+            for op, out_dtype in ops_for(dtype):
+                if op != "mul":
+                    check_reduce(op, x, (0,), out_dtype)
+            check_reduce("add", x[:size - size % 7].reshape(-1, 7).T, (1,), sum_dtype(dtype))
+
+
+def test_reduce_parallel_any_alignment(parallel):
+    # a parallel full reduction splits at cache lines; the elements before the first one
+    # are combined at the end
+    base = make(BIG + 64, np.float64)
+    for off in (0, 1, 3, 7):
+        x = base[off:off + BIG - off]
+        check_reduce("add", x, (0,), np.float64)
+        check_reduce("maximum", x, (0,), np.float64)
+    x = base.copy()
+    x[1] = np.nan       # the first element of x[1:]: before its first cache line, or not
+    assert np.isnan(reduce.reduce("maximum", x[1:], (0,), np.float64))
+
+
 def test_float32_sum_accuracy():
     x = RNG.uniform(0, 1, 1 << 20).astype(np.float32)
     got = reduce.reduce("add", x, (0,), np.float32)
     assert abs(float(got) - x.astype(np.float64).sum()) < 1e-5 * x.sum(dtype=np.float64)
+
+
+def float32_sum_inputs(n):
+    rng = np.random.default_rng(7)
+    yield "randn", rng.standard_normal(n, dtype=np.float32)
+    # each term changes the sum by less than a float32 ulp of a long running sum
+    yield "1 + tiny", np.float32(1) + rng.uniform(0, 2 ** -20, n).astype(np.float32)
+
+
+@pytest.mark.parametrize("n, parallel_min", [(16 << 20, None), (3 << 20, None), (123457, None),
+                                             (123457, TEST_PARALLEL_MIN)])
+def test_float32_sum_as_accurate_as_pairwise(n, parallel_min, monkeypatch):
+    # float32 lanes for a few dozen rows, then float64: at least as accurate as numpy's
+    # pairwise float32 sum (whose error here is about the final rounding), serial and parallel
+    if parallel_min is not None:
+        monkeypatch.setattr(reduce, "FOLD_PARALLEL_MIN", parallel_min)
+    for name, x in float32_sum_inputs(n):
+        exact = x.astype(np.float64).sum()
+        err = abs(float(reduce.reduce("add", x, (0,), np.float32)) - exact)
+        err_numpy = abs(float(x.sum()) - exact)
+        ulp = float(np.spacing(np.float32(abs(exact))))
+        assert err <= max(err_numpy, ulp), (name, err, err_numpy, ulp)
+    # along a dim (rows side by side; rows of 64): the largest error over the outputs
+    x = next(float32_sum_inputs(n))[1][:n - n % 64].reshape(-1, 64)
+    for axis in (0, 1):
+        exact = x.astype(np.float64).sum(axis)
+        err = np.abs(reduce.reduce("add", x, (axis,), np.float32) - exact).max()
+        err_numpy = np.abs(x.sum(axis) - exact).max()
+        assert err <= max(err_numpy, float(np.spacing(np.float32(np.abs(exact).max())))), axis
 
 
 # --- arg_reduce ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ compile against a call), and the verdict logic runs on synthetic result files.
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # perf/ is a folder of the checkout, not an installed package
     sys.path.insert(0, str(ROOT))
 
-from perf import cli, compare, schema, stats  # noqa: E402
+from perf import cli, compare, schema, stats, timing  # noqa: E402
 
 
 # --- statistics --------------------------------------------------------------------------------
@@ -112,6 +113,55 @@ def test_interleaved_groups_and_fixed_number():
 def test_max_time_keeps_at_least_three_samples():
     r = ember.benchmark(lambda: time.sleep(0.002), repeat=50, min_time=0.001, max_time=0.001)
     assert 3 <= r.n < 50
+
+
+# --- perf's blocked timing ----------------------------------------------------------------------
+def test_blocks_time_each_library_in_consecutive_samples():
+    log = []
+    fns = {"a": lambda: log.append("a"), "b": Timer(lambda x: log.append("b"), setup=lambda: 1)}
+    results = timing.benchmark_blocks(fns, warmup=1, repeat=9, number=1, min_time=0.0, rounds=3)
+    # per round and library: one warm-up call (the first call in round 0), then three samples
+    assert "".join(log) == "aaaabbbb" * 3
+    assert all(r.n == 9 and r.number == 1 and r.first_call_s >= 0 for r in results.values())
+    log.clear()
+    timing.benchmark_blocks(fns, warmup=1, repeat=6, number=1, min_time=0.0, rounds=3)
+    assert "".join(log) == "aaaabbbb" * 2   # rounds of at least three samples
+    assert {r.name for r in results.values()} == {"a", "b"}
+    log.clear()
+    results = timing.benchmark_blocks({"a": lambda: log.append("a")}, warmup=2, repeat=5,
+                                      number=2, min_time=0.0)
+    assert results["a"].n == 5 and len(log) == 2 + 5 * 2    # 5 samples: one round
+    r = timing.benchmark_blocks({"a": lambda: time.sleep(0.002)}, repeat=50, min_time=0.001,
+                                max_time=0.001)["a"]
+    assert 3 <= r.n < 50                    # max_time still keeps at least three samples
+
+
+def test_wait_idle_waits_for_spinning_threads():
+    stop = threading.Event()
+    spun = []
+
+    def spin():                             # a worker thread busy-waiting, as BLAS pools do
+        while not stop.is_set():
+            spun.append(1)
+            del spun[:]
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        stopper = threading.Timer(0.1, stop.set)
+        stopper.start()
+        timing.wait_idle(limit=10.0)
+        assert stop.is_set()                # it returned only once the worker stopped
+        stopper.join()
+        stop.clear()
+        worker.join()
+        worker = threading.Thread(target=spin)
+        worker.start()
+        assert timing.wait_idle(limit=0.05) >= 0.05   # a thread that never sleeps: the limit
+    finally:
+        stop.set()
+        worker.join()
+    assert timing.wait_idle() < 10.0        # nothing else runs: returns at once
 
 
 def test_synchronize():
@@ -331,6 +381,16 @@ def test_run_writes_a_valid_file(tmp_path, capsys):
     assert all(r["name"].endswith("[cuda]") and r["error"] for r in doc["rows"])
     capsys.readouterr()
     assert cli.main(["run", "--suite", "nonsense"]) == 2
+
+
+def test_run_without_torch(tmp_path, capsys):
+    path = str(tmp_path / "run.json")
+    assert cli.main(["run", "--quick", "--suite", "elementwise", "-k", "1 element", "--no-torch",
+                     "--json", path]) == 0
+    doc = json.loads(Path(path).read_text())
+    assert schema.validate(doc) == [] and doc["settings"]["torch"] is False
+    assert set(doc["rows"][0]["results"]) == {"ember", "numpy", "numpy_out"}
+    capsys.readouterr()
 
 
 def test_entry_point_exit_codes(tmp_path):
