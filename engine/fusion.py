@@ -139,8 +139,7 @@ def defer(op, inputs, params, device):
         if d.size != 1:
             arrays += 1
         args.append(d)
-    if seq - low < weight:
-        weight = seq - low + 1
+    weight = min(weight, seq - low + 1)
     if weight > MAX_NODES or arrays >= MAX_ARRAYS:
         # the sums count shared nodes once per use: count exactly before giving up
         weight, arrays = _size(args)
