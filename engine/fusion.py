@@ -19,10 +19,10 @@ tensor sharing it sees.
 Limits: an op on fewer than ``MIN_SIZE`` elements runs at once (deferring costs more
 than it saves there); a node whose operand has another shape (broadcasting) forces that
 operand first, so every node of a kernel has the kernel's shape and can be written out;
-an op that would make a chain longer than ``MAX_NODES`` ops or read more than
-``MAX_ARRAYS`` arrays forces its operands first; and a chain that would still need more
-than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES`` inputs computes its first
-half on its own.
+an op that would make a chain longer than ``MAX_NODES`` ops forces its operands first; and
+a chain that needs more than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES``
+inputs (``CUDA_MAX_ARRAYS``, ``CUDA_MAX_LEAVES`` on CUDA) runs as consecutive segments
+that each fit, planned once.
 """
 import itertools
 import math
@@ -37,10 +37,15 @@ MIN_SIZE = 2
 # ops per kernel: compile time grows with them (~0.13 s per op); 128 holds a BALANCED
 # backward that recomputes a 40-op chain and differentiates it in one kernel
 MAX_NODES = 128
-MAX_ARRAYS = 16     # array inputs + outputs of one kernel (kernel arguments, CUDA params)
-# inputs of one kernel: the CUDA chain is one call, and CPython passes more than 30
-# arguments as *args, which Numba cannot inline
-MAX_LEAVES = 24
+# array inputs + outputs, and inputs, of one CPU kernel: a tracked chain keeps many values
+# (50 tanh layers' outputs, read again by their backward); splitting it costs a launch and
+# a plan per segment (the autodiff tanh chain: 1.38 -> 1.11 ms from 16/24 to 64/64)
+MAX_ARRAYS = 64
+MAX_LEAVES = 64
+# on CUDA: the kernel's parameters (4 kB) and the chain, one device function call (CPython
+# passes more than 30 arguments as *args, which Numba cannot inline)
+CUDA_MAX_ARRAYS = 16
+CUDA_MAX_LEAVES = 24
 
 ENABLED = os.environ.get("EMBER_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
 FUSABLE = ELEMENTWISE
@@ -88,13 +93,14 @@ class Deferred:
     """An elementwise op not computed yet: what a Tensor holds instead of an array.
 
     ``args`` are arrays or Deferred nodes of the same shape; ``value`` is the array once
-    computed (then ``args`` is dropped).  ``weight`` and ``arrays`` bound the size of the
-    chain below (shared nodes counted once per use: an overestimate); ``seq`` numbers nodes
-    in creation order and ``low`` is the lowest number of the chain, so ``seq - low + 1``
+    computed (then ``args`` is dropped).  ``weight`` bounds the number of ops of the chain
+    below (shared nodes counted once per use: an overestimate), ``exact`` when it is the
+    number (each node down the chain reads at most one pending node); ``seq`` numbers nodes in
+    creation order and ``low`` is the lowest number of the chain, so ``seq - low + 1``
     bounds its size too (exact when nothing else was deferred meanwhile, as in a backward).
     """
 
-    __slots__ = ("op", "args", "shape", "dtype", "device", "value", "weight", "arrays", "seq",
+    __slots__ = ("op", "args", "shape", "dtype", "device", "value", "weight", "exact", "seq",
                  "low")
 
     def force(self):
@@ -119,9 +125,10 @@ def defer(op, inputs, params, device):
         return device.backend.execute(op, *[t._data for t in inputs], **params)
     args = []
     weight = 1
-    arrays = 0
     seq = next(_SEQ)
     low = seq
+    exact = True
+    pending = 0
     for t in inputs:
         d = t._buf
         if type(d) is Deferred:
@@ -131,25 +138,24 @@ def defer(op, inputs, params, device):
                 d = t._data
             else:
                 weight += d.weight
-                arrays += d.arrays
+                exact = d.exact
+                pending += 1
                 if d.low < low:
                     low = d.low
-                args.append(d)
-                continue
-        if d.size != 1:
-            arrays += 1
         args.append(d)
-    weight = min(weight, seq - low + 1)
-    if weight > MAX_NODES or arrays >= MAX_ARRAYS:
-        # the sums count shared nodes once per use: count exactly before giving up
-        weight, arrays = _size(args)
-    if weight > MAX_NODES or arrays >= MAX_ARRAYS:
+    if weight > MAX_NODES and (pending > 1 or not exact):
+        # the sum counts shared nodes once per use; the span of creation numbers bounds
+        # the size too (exact in a chain nothing else interleaved with); else count exactly
+        weight = min(weight, seq - low + 1)
+        if weight > MAX_NODES:
+            weight = _size(args)
+    if weight > MAX_NODES:
         # too long: compute the operands first, this op starts a new chain
         args = d = None
         args = [t._data for t in inputs]
         weight = 1
         low = seq
-        arrays = sum(1 for d in args if d.size != 1)
+        pending = 0
     node = Deferred()
     node.op = op
     node.args = tuple(args)
@@ -158,7 +164,7 @@ def defer(op, inputs, params, device):
     node.device = device
     node.value = None
     node.weight = weight
-    node.arrays = arrays
+    node.exact = exact and pending < 2
     node.seq = seq
     node.low = low
     _STATS["deferred"] += 1
@@ -166,24 +172,17 @@ def defer(op, inputs, params, device):
 
 
 def _size(args):
-    """Exact (ops, distinct input arrays) of a new node over ``args``: shared nodes once."""
+    """The exact number of ops of a new node over ``args``: shared nodes once."""
     seen = set()
-    leaves = set()
     stack = list(args)
     weight = 1
     while stack:
         a = stack.pop()
-        if type(a) is Deferred:
-            if a.value is None:
-                if id(a) not in seen:
-                    seen.add(id(a))
-                    weight += 1
-                    stack.extend(a.args)
-                continue
-            a = a.value
-        if a.size != 1:
-            leaves.add(id(a))
-    return weight, len(leaves)
+        if type(a) is Deferred and a.value is None and id(a) not in seen:
+            seen.add(id(a))
+            weight += 1
+            stack.extend(a.args)
+    return weight
 
 
 # --- forcing ----------------------------------------------------------------------------
@@ -277,25 +276,6 @@ def _outputs(order, uses):
     return [k for k, c in enumerate(counts) if k == last or c > _BASE + uses.get(k, 0)]
 
 
-def _cut(entries, kinds, outputs):
-    """The last position of a chain too big for one kernel whose start up to there fits:
-    its array inputs and written values (those held outside, and itself) counted in order."""
-    held = set(outputs)
-    seen = set()
-    arrays = 0
-    best = 0
-    for k, (_, _, refs) in enumerate(entries):
-        for i in refs:
-            if i >= 0 and i not in seen:
-                seen.add(i)
-                arrays += kinds[i][0] == "a"
-        if arrays + (k in held) + 1 > MAX_ARRAYS or len(seen) > MAX_LEAVES:
-            break
-        arrays += k in held
-        best = k
-    return best
-
-
 def _pending(args):
     for a in args:
         if type(a) is Deferred and a.value is None:
@@ -307,26 +287,30 @@ def _force(root):
     # (no local variable of this function may hold a node of the chain: see _outputs)
     if not _pending(root.args):   # nothing to fuse: the eager kernel, compiled once for all
         return _run_alone(root)
-    host = root.device.type != "cuda"
-    while True:
-        order, leaves, kinds, entries, uses = _plan(root)
-        outputs = _outputs(order, uses)
-        n_arrays = len(outputs)
-        for k in kinds:
-            if k[0] == "a":
-                n_arrays += 1
-        if n_arrays <= MAX_ARRAYS and len(leaves) <= MAX_LEAVES:
-            break
-        # too big for one kernel: compute the longest start of the chain that fits on its
-        # own, then that node is an input of the rest (never the root: it does not fit)
-        first = order[_cut(entries, kinds, outputs)]
-        del order, leaves, uses
-        first.force()
-        del first
+    order, leaves, kinds, entries, uses = _plan(root)
+    outputs = _outputs(order, uses)
+    n_arrays = len(outputs)
+    for k in kinds:
+        if k[0] == "a":
+            n_arrays += 1
+    if root.device.type == "cuda":
+        max_arrays, max_leaves = CUDA_MAX_ARRAYS, CUDA_MAX_LEAVES
+    else:
+        max_arrays, max_leaves = MAX_ARRAYS, MAX_LEAVES
+    if n_arrays <= max_arrays and len(leaves) <= max_leaves:
+        _launch(order, leaves, kinds, entries, outputs)
+    else:
+        _segments(order, leaves, kinds, entries, outputs, max_arrays, max_leaves)
+    return root.value
+
+
+def _launch(order, leaves, kinds, entries, outputs):
+    """Run the kernel computing ``entries`` over ``leaves`` and store the values of
+    ``order[k]`` for ``k`` in ``outputs`` on those nodes."""
     key = (tuple(kinds), tuple(entries), tuple(outputs))
     out_nodes = [order[k] for k in outputs]
-    del order
-    if host:
+    root = out_nodes[-1]
+    if root.device.type != "cuda":
         values = _run_cpu(key, leaves, kinds, out_nodes, root)
     else:
         values = _run_cuda(key, leaves, kinds, out_nodes, root)
@@ -336,7 +320,74 @@ def _force(root):
     _STATS["kernels"] += 1
     _STATS["fused_ops"] += len(entries)
     _STATS["outputs"] += len(out_nodes)
-    return root.value
+
+
+def _segments(order, leaves, kinds, entries, outputs, max_arrays, max_leaves):
+    """Run a chain too big for one kernel as consecutive segments of its (topological)
+    order, each as long as fits, from the one plan.
+
+    A segment's arrays are its array leaves, the values of earlier segments it reads, and
+    the values it writes: nodes held outside the chain and nodes later segments read.
+    """
+    n = len(entries)
+    held = [False] * n
+    for k in outputs:
+        held[k] = True
+    last_use = [-1] * n
+    for k, (_, _, refs) in enumerate(entries):
+        for i in refs:
+            if i < 0:
+                last_use[-1 - i] = k
+    # ``written[k]``: node k is written when a segment ends at k or later
+    written = [held[k] or last_use[k] > k for k in range(n)]
+    expiring = {}   # position -> nodes (not held) it is the last reader of
+    for j in range(n):
+        if written[j] and not held[j]:
+            expiring.setdefault(last_use[j], []).append(j)
+    start = 0
+    while start < n:
+        local = {}   # global ref (leaf i >= 0, earlier node -1 - j) -> this segment's leaf
+        arrays = live = 0
+        end = start
+        for k in range(start, n):
+            new = new_leaves = 0
+            refs = entries[k][2]
+            for m, i in enumerate(refs):
+                if i not in local and (i >= 0 or -1 - i < start) and i not in refs[:m]:
+                    new_leaves += 1
+                    new += i < 0 or kinds[i][0] == "a"
+            now = live + written[k]
+            for j in expiring.get(k, ()):
+                if j >= start:
+                    now -= 1
+            if k > start and (arrays + new + max(now, 1) > max_arrays
+                              or len(local) + new_leaves > max_leaves):
+                break
+            for i in refs:
+                if i not in local and (i < 0 and -1 - i < start or i >= 0):
+                    local[i] = len(local)
+            arrays += new
+            live = now
+            end = k
+        # the segment start..end: its leaves, nodes and written values
+        seg_leaves = []
+        seg_kinds = []
+        for i in local:   # in insertion order: local indices
+            if i >= 0:
+                seg_leaves.append(leaves[i])
+                seg_kinds.append(kinds[i])
+            else:
+                seg_leaves.append(order[-1 - i].value)
+                seg_kinds.append(("a", None))
+        seg_entries = []
+        for k in range(start, end + 1):
+            fn, dtype, refs = entries[k]
+            seg_entries.append((fn, dtype, tuple(
+                local[i] if i >= 0 or -1 - i < start else i + start for i in refs)))
+        seg_outputs = [k - start for k in range(start, end + 1)
+                       if held[k] or last_use[k] > end]
+        _launch(order[start:end + 1], seg_leaves, seg_kinds, seg_entries, seg_outputs)
+        start = end + 1
 
 
 def _run_alone(node):

@@ -246,7 +246,14 @@ def test_shared_nodes_count_once_towards_the_limit(rng, monkeypatch):
     assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0}, st
 
 
-def test_more_inputs_than_one_kernel_takes(rng):
+@pytest.fixture
+def few_arrays(monkeypatch):
+    """CPU kernels limited to 8 arrays and 8 inputs: the segmenting logic, quick to compile."""
+    monkeypatch.setattr(fusion, "MAX_ARRAYS", 8)
+    monkeypatch.setattr(fusion, "MAX_LEAVES", 8)
+
+
+def test_more_inputs_than_one_kernel_takes(rng, few_arrays):
     arrays = [randn(rng, 32) for _ in range(3 * fusion.MAX_ARRAYS)]
 
     def total(*xs):
@@ -257,7 +264,7 @@ def test_more_inputs_than_one_kernel_takes(rng):
     same(total, *arrays)
 
 
-def test_more_held_intermediates_than_one_kernel_writes(rng):
+def test_more_held_intermediates_than_one_kernel_writes(rng, few_arrays):
     def held(x):
         ys = [x]
         for i in range(2 * fusion.MAX_ARRAYS):
@@ -267,6 +274,28 @@ def test_more_held_intermediates_than_one_kernel_writes(rng):
     ys, st = counting(lambda: [y.numpy() for y in held(a)])
     assert st["kernels"] >= 3 and st["outputs"] == len(ys) - 1   # each held one written once
     same(held, a.numpy())
+
+
+def test_a_chain_too_big_for_one_kernel_runs_in_segments(rng, few_arrays):
+    # 16 values held and 12 input arrays in one chain, forced from its end: planned once and
+    # run as consecutive segments that each fit 8 arrays; every held value written once
+    def layers(*xs):
+        ys, y = [], xs[0]
+        for i in range(16):
+            y = (y * 0.9).tanh() + xs[i % len(xs)] * 0.1
+            ys.append(y)
+        return ys[::-1]   # the last first: forcing it computes the whole chain
+    arrays = [randn(rng, 40) for _ in range(12)]
+    same(layers, *arrays)
+    xs = [ember.from_numpy(a) for a in arrays]
+    ys = layers(*xs)
+    _, st = counting(lambda: ys[0].numpy())
+    # every op computed once; 12 inputs + 16 written values in segments of <= 8 arrays: at
+    # least 4 kernels; written: the 16 held values and, at each cut, the (at most 2) values
+    # of the layer being computed that the next segment reads
+    assert st["fused_ops"] == 16 * 4 and 4 <= st["kernels"] <= 6, st
+    assert 16 <= st["outputs"] <= 16 + 2 * (st["kernels"] - 1), st
+    assert all(not isinstance(y._buf, fusion.Deferred) or y._buf.value is not None for y in ys)
 
 
 def test_small_ops_run_at_once(rng, monkeypatch):

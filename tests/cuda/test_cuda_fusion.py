@@ -77,6 +77,21 @@ def test_chains_longer_than_the_limit(cuda, rng, monkeypatch):
     assert st["kernels"] >= 2 and st["fused_ops"] + st["eager"] == 2 * fusion.MAX_NODES
 
 
+def test_a_chain_too_big_for_one_kernel_runs_in_segments(cuda, rng):
+    # more inputs and held values than one CUDA kernel takes (CUDA_MAX_ARRAYS and
+    # CUDA_MAX_LEAVES): consecutive segments, every value as unfused
+    arrays = [rng.standard_normal(16).astype(np.float32) for _ in range(fusion.CUDA_MAX_LEAVES + 4)]
+
+    def layers(*xs):
+        ys, y = [], xs[0]
+        for x in xs[1:]:
+            y = (y * 0.9).tanh() + x * 0.1
+            ys.append(y)
+        return tuple(ys)   # (both() reads the last first: it computes the others)
+    st = both(layers, *arrays)
+    assert st["kernels"] >= 2 and st["outputs"] >= len(arrays) - 1, st
+
+
 def test_autodiff_on_cuda_fuses_forward_and_backward(cuda, rng):
     a = rng.standard_normal(8)
     grads = []
