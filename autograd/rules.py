@@ -13,6 +13,7 @@ shape of the op's output: the walk sums them back to broadcast inputs.
 import math
 from typing import Callable, NamedTuple
 
+from ember import dispatch
 from ember.ir import Op
 
 
@@ -254,8 +255,8 @@ RULES = {
     Op.SIN: unary((0,), lambda s, g: g * s.x[0].cos()),
     Op.COS: unary((0,), lambda s, g: -g * s.x[0].sin()),
     Op.TAN: unary((OUT,), lambda s, g: g * (s.out * s.out + 1)),
-    Op.TANH: unary((OUT,), lambda s, g: g * (1 - s.out * s.out)),
-    Op.SIGMOID: unary((OUT,), lambda s, g: g * s.out * (1 - s.out)),
+    Op.TANH: unary((OUT,), lambda s, g: dispatch.elementwise(Op.TANH_GRAD, g, s.out)),
+    Op.SIGMOID: unary((OUT,), lambda s, g: dispatch.elementwise(Op.SIGMOID_GRAD, g, s.out)),
     Op.ERF: unary((0,), lambda s, g: g * (s.x[0] * s.x[0] * -1).exp() * _TWO_OVER_SQRT_PI),
     Op.RELU: unary((0,), lambda s, g: g.mask_fill(s.x[0] <= 0, 0)),
     Op.GELU: unary((0,), _gelu),
@@ -278,6 +279,14 @@ RULES = {
     Op.MAXIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=True)),
     Op.MINIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=False)),
     Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
+    # (g, y) -> g * (1 - y*y): d/dg = 1 - y*y, d/dy = -2 g y
+    Op.TANH_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
+        dispatch.elementwise(Op.TANH_GRAD, g, s.x[1]) if s.needs[0] else None,
+        g * s.x[0] * s.x[1] * -2 if s.needs[1] else None)),
+    # (g, y) -> g * y * (1 - y): d/dg = y (1 - y), d/dy = g (1 - 2y)
+    Op.SIGMOID_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
+        dispatch.elementwise(Op.SIGMOID_GRAD, g, s.x[1]) if s.needs[0] else None,
+        g * s.x[0] * (1 - s.x[1] * 2) if s.needs[1] else None)),
     Op.WHERE: Rule(((), (0,), (0,)), _where),
     # reductions and scans
     Op.SUM: Rule(((),), _sum),

@@ -86,6 +86,10 @@ class Op(enum.Enum):
     XOR = ("bit_xor", INT_BOOL)
     SHL = ("shl", INT)
     SHR = ("shr", INT)
+    # backward formulas of the autodiff rules, one op each (PyTorch's tanh_backward):
+    # (g, y) -> g * (1 - y*y) and g * y * (1 - y), y the forward op's output
+    TANH_GRAD = ("tanh_grad", FLT)
+    SIGMOID_GRAD = ("sigmoid_grad", FLT)
     # --- elementwise, three operands
     WHERE = ("where",)
     CLAMP = ("clamp", NUM)
@@ -137,6 +141,7 @@ class Op(enum.Enum):
 ELEMENTWISE = frozenset(Op[n] for n in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU "
     "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT ADD SUB MUL "
-    "DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR WHERE CLAMP"
+    "DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR TANH_GRAD "
+    "SIGMOID_GRAD WHERE CLAMP"
 ).split())
 REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY_, Op.ALL))

@@ -342,6 +342,24 @@ def sigmoid_f32(a):
     return s if a >= ZERO_F32 else e * s
 
 
+# --- backward formulas: the gradient through tanh and sigmoid from their output y (one op
+# in a backward instead of three; float32 twins compute in float32)
+def tanh_grad(g, y):
+    return g * (1.0 - y * y)
+
+
+def tanh_grad_f32(g, y):
+    return g * (ONE_F32 - y * y)
+
+
+def sigmoid_grad(g, y):
+    return g * (y * (1.0 - y))
+
+
+def sigmoid_grad_f32(g, y):
+    return g * (y * (ONE_F32 - y))
+
+
 # erf and gelu.  Near 0, erf(x) = x + x * Q(x*x) (Q: minimax fit of erf(x)/x - 1 on
 # |x| < 0.875; the exact leading x keeps it within 0.5 ulp + rounding).  Elsewhere
 # erfc(t) = exp(-t*t) * erfcx(t), erfcx by a polynomial in u = (t - K) / (t + K),

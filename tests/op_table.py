@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import ember
+from ember import dispatch
+from ember.ir import Op
 
 # --- dtype groups -------------------------------------------------------------------
 FLOATS = ("float32", "float64")
@@ -149,6 +151,14 @@ ref_silu = _in_f64(lambda x: x / (1.0 + np.exp(-x)))
 ref_rsqrt = _in_f64(lambda x: 1.0 / np.sqrt(x))
 
 
+def ref_tanh_grad(g, y):
+    return g * (np.ones((), y.dtype) - y * y)
+
+
+def ref_sigmoid_grad(g, y):
+    return g * (y * (np.ones((), y.dtype) - y))
+
+
 def ref_relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
@@ -272,6 +282,11 @@ BINARY = [
     binary("shl", lambda a, b: a << b, np.left_shift, INTS, (d_shift_value, d_shift_amount)),
     binary("shr", lambda a, b: a >> b, np.right_shift, INTS, (d_shift_value, d_shift_amount)),
     binary("logical_and", lambda a, b: a & b, np.logical_and, BOOL, rejects=("float32",)),
+    # backward formulas of tanh and sigmoid (IR ops the autodiff rules use, no Tensor method)
+    binary("tanh_grad", lambda g, y: dispatch.elementwise(Op.TANH_GRAD, g, y), ref_tanh_grad,
+           FLOATS),
+    binary("sigmoid_grad", lambda g, y: dispatch.elementwise(Op.SIGMOID_GRAD, g, y),
+           ref_sigmoid_grad, FLOATS),
     binary("logical_or", lambda a, b: a | b, np.logical_or, BOOL, rejects=("float32",)),
     binary("logical_xor", lambda a, b: a ^ b, np.logical_xor, BOOL, rejects=("float32",)),
     binary("equal_method", lambda a, b: a.equal(b), np.equal, ("int64",), (d_ties, d_ties),

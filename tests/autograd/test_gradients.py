@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 import ember
+from ember import dispatch
+from ember.ir import Op
 from .gradcheck import (apart_from, around_bounds, case, check_case, distinct, dividend_of, f32,
                        fixed, gradients, nonzero, normal, off_half, off_integer, plain, positive,
                        uniform, untracked, with_zeros)
@@ -105,6 +107,11 @@ CASES = [
     case("tan", lambda x: x.tan(), uniform(3, 4, lo=-1.2, hi=1.2)),
     case("tanh", lambda x: x.tanh(), normal(3, 4, scale=1.5)),
     case("sigmoid", lambda x: x.sigmoid(), normal(3, 4, scale=2)),
+    # the backward formulas the tanh and sigmoid rules use are ops too (second derivatives)
+    case("tanh_grad", lambda g, y: dispatch.elementwise(Op.TANH_GRAD, g, y), normal(3, 4),
+         uniform(3, 4, lo=-1, hi=1)),
+    case("sigmoid_grad", lambda g, y: dispatch.elementwise(Op.SIGMOID_GRAD, g, y), normal(3, 4),
+         uniform(3, 4, lo=0, hi=1)),
     case("erf", lambda x: x.erf(), normal(3, 4)),
     case("relu", lambda x: x.relu(), nonzero(3, 4)),
     case("gelu", lambda x: x.gelu(), normal(3, 4, scale=2)),
