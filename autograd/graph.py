@@ -24,6 +24,7 @@ BALANCED = CheckpointingStrategy.BALANCED
 
 _counter = itertools.count()
 _order = operator.attrgetter("order")
+_new = object.__new__
 
 
 class AutodiffError(RuntimeError):
@@ -99,12 +100,13 @@ def record(op, inputs, params, out):
 
     Under BALANCED checkpointing, values that are outputs of memory-bound ops
     are kept as recipes (``checkpoint.Recipe``) instead of tensors.
+    (Runs once per op on tracked tensors: written for speed, no helper calls on the
+    common path.)
     """
     rule = RULES.get(op)
     if rule is None:
         raise TypeError(f"{dispatch.op_name(op)}: has no gradient rule")
     deps = rule.deps
-    needs = []
     parents = []
     shapes = []
     dtypes = []
@@ -114,12 +116,10 @@ def record(op, inputs, params, out):
         node = t._node
         dtype = t._dtype
         if node is not None and dtype.kind is Float:
-            needs.append(True)
             parents.append(node)
             if i < len(deps):
                 keep += deps[i]
         else:
-            needs.append(False)
             parents.append(None)
         shapes.append(t._buf.shape)
         dtypes.append(dtype)
@@ -127,23 +127,44 @@ def record(op, inputs, params, out):
     first = out[0] if type(out) is tuple else out
     balanced = first._device.checkpointing is BALANCED
     recipe = None
-    save = inner
-    if balanced:
-        save = _balanced_ref
-        if op in checkpoint.MEMORY_BOUND:
-            recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
     x = [None] * i
     saved_out = None
-    for k in keep:
-        if k == OUT:
-            if type(out) is tuple:
-                saved_out = tuple(inner(o) for o in out)
-            else:
-                saved_out = recipe or inner(out)
-        elif x[k] is None:
-            x[k] = save(inputs[k])
-    step = Step(rule, params, needs, shapes, dtypes, tuple(x), saved_out, balanced)
-    first._node = Node(parents, step, False, op, first._buf.shape, recipe)
+    if keep:
+        save = inner
+        if balanced:
+            save = _balanced_ref
+            if op in checkpoint.MEMORY_BOUND:
+                recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
+        for k in keep:
+            if k == OUT:
+                if type(out) is tuple:
+                    saved_out = tuple(inner(o) for o in out)
+                else:
+                    saved_out = recipe or inner(out)
+            elif x[k] is None:
+                x[k] = save(inputs[k])
+    elif balanced and op in checkpoint.MEMORY_BOUND:
+        recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
+    step = _new(Step)
+    step.rule = rule
+    step.params = params
+    step.needs = parents    # a node (true) where the input takes a gradient, else None
+    step.shapes = shapes
+    step.dtypes = dtypes
+    step.x = tuple(x)
+    step.out = saved_out
+    step.balanced = balanced
+    node = _new(Node)
+    node.parents = parents
+    node.step = step
+    node.leaf = False
+    node.consumed = False
+    node.order = next(_counter)
+    node.op = op
+    node.shape = first._buf.shape
+    node.recipe = recipe
+    node.distributed = None
+    first._node = node
 
 
 def _balanced_ref(t):
