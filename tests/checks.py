@@ -3,6 +3,12 @@
 A module of its own (not conftest.py): several test folders have a conftest, and
 ``from conftest import`` would pick whichever was imported first.
 """
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 
 import ember
@@ -66,3 +72,38 @@ LAYOUTS = {
     "expanded": ((1, 5), lambda t: t.expand(4, 5), lambda a: np.broadcast_to(a, (4, 5))),
     "permuted3d": ((2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
 }
+
+
+# Counts Numba compilations in the process it is prepended to (``compiled_in_new_process``).
+_COUNT_COMPILES = """
+import json
+from numba.core import event
+
+_compiled = []
+
+
+class _Count(event.Listener):
+    def on_start(self, ev):
+        _compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", _Count())
+"""
+
+
+def compiled_in_new_process(code, cache_dir, timeout=600, **env):
+    """The qualified names of the functions Numba compiled while a new Python process ran
+    ``code`` with its kernel cache in ``cache_dir`` (``env``: more environment variables).
+
+    Run it twice on one directory: the second run compiling nothing shows that every kernel
+    the code used loads from the disk cache.
+    """
+    script = _COUNT_COMPILES + textwrap.dedent(code) + "\nprint(json.dumps(_compiled))\n"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=timeout,
+                         env=dict(os.environ, EMBER_CACHE_DIR=str(cache_dir), **env))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])

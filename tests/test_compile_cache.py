@@ -1,25 +1,11 @@
 """Kernels compile once, ever: a second process loads every kernel from the disk cache."""
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
-SCRIPT = textwrap.dedent("""
-    import json
-    from numba.core import event
+from checks import compiled_in_new_process
 
-    compiled = []
-
-    class Count(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Count())
-
+CODE = """
     import numpy as np
     import ember
     from ember.kernels.cpu.launch import PARALLEL_MIN
@@ -34,22 +20,13 @@ SCRIPT = textwrap.dedent("""
         ember.zeros(PARALLEL_MIN * 2) + 1.0,        # the parallel variant too
         x.sum(),
     ]
-    print(json.dumps(compiled))
-""")
-
-
-def _run(env):
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+"""
 
 
 def test_second_process_compiles_nothing(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
-    first = _run(env)
+    first = compiled_in_new_process(CODE, tmp_path / "cache")
     assert first, "the first process should have compiled the kernels it used"
-    assert _run(env) == []
+    assert compiled_in_new_process(CODE, tmp_path / "cache") == []
 
 
 def test_cache_directory_is_keyed_by_kernel_sources(tmp_path):

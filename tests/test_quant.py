@@ -3,16 +3,12 @@
 The reference below is an independent numpy formulation of the contract:
 ``scale = 2 * max|x| / (b - a)`` per block (float32), ``q = clamp(round_half_away(x / scale))``.
 """
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import ember
+from checks import compiled_in_new_process
 from ember import QuantScheme, QuantStore, QuantValue
 
 Q = QuantValue
@@ -542,19 +538,7 @@ def test_empty_tensors():
 
 def test_quant_kernels_hit_the_disk_cache(tmp_path):
     """A second process loads every quantization kernel from the disk cache."""
-    script = textwrap.dedent("""
-        import json
-        from numba.core import event
-        compiled = []
-
-        class Count(event.Listener):
-            def on_start(self, ev):
-                compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-            def on_end(self, ev):
-                pass
-
-        event.register("numba:compile", Count())
+    code = """
         import numpy as np
         import ember
         from ember import QuantScheme, QuantStore, QuantValue
@@ -562,15 +546,10 @@ def test_quant_kernels_hit_the_disk_cache(tmp_path):
         for s in (QuantScheme(QuantValue.Q8S), QuantScheme(QuantValue.Q4S, [4], QuantStore.PACKED_U32)):
             q = x.quantize(s)
             (q.dequantize(), x @ q.T, q.quantized_values(), q.T.contiguous())
-        print(json.dumps(compiled))
-    """)
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    """
 
     def run():
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                             timeout=900)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return compiled_in_new_process(code, tmp_path / "cache", timeout=900)
 
     assert any("quantize_blocks" in name for name in run())
     assert run() == []

@@ -8,11 +8,7 @@ Gradients are checked by central differences under both checkpointing strategies
 helpers of ``tests/autograd/gradcheck.py``.
 """
 import importlib.util
-import json
-import os
 import pathlib
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -20,7 +16,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from checks import LAYOUTS, as_tensor, check
+from checks import LAYOUTS, as_tensor, check, compiled_in_new_process
 from ember.ir import Op
 from ember.kernels.cpu.launch import PARALLEL_MIN
 
@@ -206,44 +202,21 @@ def test_quantized_input_is_dequantized(op, rng):
         ember.set_quant_propagation(previous)
 
 
-CACHE_SCRIPT = """
-import json
-from numba.core import event
-
-compiled = []
-
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Count())
-
+CACHE_CODE = """
 import numpy as np
 import ember
 
 for shape, dim in (((3, 5), 1), ((4, 30, 20), 1), ((8, 1 << 16), 1), ((2, 1 << 19), 1), ((4, 300, 500), 1)):
     x = ember.tensor(np.ones(shape, np.float32))
     x.softmax(dim).numpy(), x.log_softmax(dim).numpy()
-print(json.dumps(compiled))
 """
 
 
 def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     """rows and cols tasks, serial and parallel drivers, the split rows' ``finish``."""
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path))
-
-    def run():
-        out = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], env=env, capture_output=True,
-                             text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.strip().splitlines()[-1])
-
-    first = run()
+    first = compiled_in_new_process(CACHE_CODE, tmp_path)
     assert any("softmax_rows" in name for name in first), first
-    assert run() == []
+    assert compiled_in_new_process(CACHE_CODE, tmp_path) == []
 
 
 # --- autodiff ---------------------------------------------------------------------------------

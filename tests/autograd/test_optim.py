@@ -12,6 +12,7 @@ import pytest
 
 import ember
 import ember.optim
+from checks import compiled_in_new_process
 from ember.kernels.cpu.launch import PARALLEL_MIN
 
 try:
@@ -288,43 +289,20 @@ def test_errors(device):
 
 # --- the fused kernels load from the disk cache ------------------------------------------------
 CACHE_SCRIPT = """
-import json
-from numba.core import event
-
-compiled = []
-
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Count())
-
 import ember, ember.optim
 device = ember.Device.cpu().gradient_checkpointing(ember.CheckpointingStrategy[STRATEGY])
 for dtype in (ember.float32, ember.float64):
     w = ember.ones(3, dtype=dtype, device=device).require_grad()
     for opt in (ember.optim.SGD([w], lr=0.1, momentum=0.9), ember.optim.AdamW([w], amsgrad=True)):
         opt.step((w * w).sum().backward())
-print(json.dumps([name for name in compiled if "update" in name]))
 """
 
 
 def test_optimizer_kernels_are_cached_on_disk(device, tmp_path):
     """A second process loads sgd_update / adam_update (both dtypes) instead of compiling them."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     def run():
         script = f"STRATEGY = {device.checkpointing.name!r}\n" + CACHE_SCRIPT
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=600, env=dict(os.environ, EMBER_CACHE_DIR=str(tmp_path)))
-        assert out.returncode == 0, out.stderr
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return [name for name in compiled_in_new_process(script, tmp_path) if "update" in name]
 
     first = run()
     assert {n.split("__")[0] for n in first} == {"sgd_update", "adam_update"}
