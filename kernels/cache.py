@@ -44,6 +44,7 @@ def cache_dir():
 class _Locator(caching._CacheLocator):
     def __init__(self, py_func, py_file):
         self._path = cache_dir()
+        self._py_file = py_file   # Numba's "cannot cache" warning points at it
 
     def get_cache_path(self):
         return self._path

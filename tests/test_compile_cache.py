@@ -3,6 +3,9 @@ import os
 import subprocess
 import sys
 
+import numba
+import pytest
+
 from checks import compiled_in_new_process
 
 CODE = """
@@ -35,3 +38,14 @@ def test_cache_directory_is_keyed_by_kernel_sources(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     path, digest = out.stdout.split()
     assert path.startswith(str(tmp_path)) and path.endswith(digest)
+
+
+def _uses_the_thread_count(x):
+    return x + numba.get_num_threads()   # a dynamic global: Numba cannot cache this
+
+
+def test_a_kernel_numba_cannot_cache_warns_and_runs():
+    # Numba's warning names the kernel's file, which Ember's cache locator must know
+    from ember.kernels.cpu.builder import _jit
+    with pytest.warns(numba.NumbaWarning, match="Cannot cache"):
+        assert _jit(_uses_the_thread_count, False)(1) == 1 + numba.get_num_threads()
