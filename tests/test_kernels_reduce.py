@@ -276,6 +276,46 @@ def test_reduce_parallel_any_alignment(parallel):
     assert np.isnan(reduce.reduce("maximum", x[1:], (0,), np.float64))
 
 
+@pytest.mark.parametrize("outer, n, inner, ob, nsplit", [
+    (1, BIG, 1, 1, 37),          # a full sum in many chunks, the last one short
+    (2, 4096, 16, 1, 8),         # few rows, split
+    (64, 512, 1, 3, 1),          # blocks of rows
+    (3, 64, 2 * 4096 + 5, 1, 2),  # wide rows: tiles
+])
+def test_fold_parallel_same_bits_as_serial(outer, n, inner, ob, nsplit):
+    # threads claim tasks as they get free, so which thread runs which task changes from run
+    # to run; each task writes its own result and chunks combine in order, so the bits do
+    # not: the parallel kernel equals the serial one (tasks in order) given the same split
+    k = reduce.kernel(reduce.fold, "add")
+    x = make((outer * n * inner,), np.float32)
+    results = []
+    for fn in [k.serial] + [k.parallel] * 5:
+        out = np.full(outer * inner, np.nan, np.float32)
+        part = np.full(outer * nsplit * inner if nsplit > 1 else 0, np.nan)
+        fn(x, x[:0], part, out, np.float32(0), np.float64(0), outer, n, inner, ob, nsplit,
+           reduce.ROWS, reduce.PACK_ROWS, reduce.FLUSH)
+        results.append(out)
+    want = x.reshape(outer, n, inner).sum(1, dtype=np.float64).reshape(-1)
+    np.testing.assert_allclose(results[0], want, rtol=1e-5, atol=1e-3)
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+
+
+@pytest.mark.parametrize("shape, axes", [
+    ((BIG,), (0,)), ((3, BIG // 3), (1,)), ((64, 4096), (0,)), ((BIG // 4, 4), (0,)),
+    ((BIG // 16, 16), (1,)),
+])
+def test_reduce_streamed_lanes(shape, axes, parallel, monkeypatch):
+    # inputs past STREAM_MIN take PACK_STREAM lanes (longer runs per block), serial or not
+    monkeypatch.setattr(reduce, "STREAM_MIN", 1 << 12)
+    for dtype, out_dtype in ((np.float32, np.float32), (np.float64, np.float64),
+                             (np.int64, np.int64)):
+        x = make(shape, dtype)
+        check_reduce("add", x, axes, out_dtype)
+        check_reduce("maximum", x, axes, out_dtype)
+        check_reduce("add", x[: shape[0] // 2], axes, out_dtype)   # a shorter input
+
+
 def test_float32_sum_accuracy():
     x = RNG.uniform(0, 1, 1 << 20).astype(np.float32)
     got = reduce.reduce("add", x, (0,), np.float32)
