@@ -325,7 +325,7 @@ def _join_devices(op, first, out_device, d):
     """The result device of an op whose inputs so far are on ``first`` and give
     ``out_device``, given one more input on ``d``: the same device is required, the first
     autodiff one wins, and autodiff inputs must share their checkpointing strategy."""
-    if d != first:
+    if d.type != first.type or d.index != first.index:   # (d != first, without the call)
         raise DeviceError(f"{op_name(op)}: tensors are on different devices ({first} and {d})")
     if d._autodiff:
         if not out_device._autodiff:

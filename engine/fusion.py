@@ -219,17 +219,19 @@ def _plan(root):
     (``dispatch.constant`` shares equal constants: a loop's repeated constants are one
     argument).
     """
+    # (nodes hash by identity: they are dict keys themselves; arrays are not hashable)
     order = [root]
-    seen = {id(root)}
+    seen = {root}
     stack = [root]
     while stack:
         for a in stack.pop().args:
-            if type(a) is Deferred and a.value is None and id(a) not in seen:
-                seen.add(id(a))
+            if type(a) is Deferred and a.value is None and a not in seen:
+                seen.add(a)
                 order.append(a)
                 stack.append(a)
+    del seen
     order.sort(key=_by_seq)
-    pos = {id(n): k for k, n in enumerate(order)}
+    pos = {n: k for k, n in enumerate(order)}
     leaves = []
     kinds = []
     where = {}
@@ -241,7 +243,7 @@ def _plan(root):
             if type(a) is Deferred:
                 v = a.value
                 if v is None:
-                    k = pos[id(a)]
+                    k = pos[a]
                     refs.append(-1 - k)
                     uses[k] = uses.get(k, 0) + 1
                     continue
@@ -255,7 +257,11 @@ def _plan(root):
                 one = a.size == 1 or not any(a.strides)
                 kinds.append(("s", _type_name(a.dtype)) if one else ("a", None))
             refs.append(i)
-        entries.append((_scalar_fn(n.op, n.dtype), n.dtype.name, tuple(refs)))
+        name = n.dtype.name
+        fn = _VARIANTS.get((n.op, name))
+        if fn is None:
+            fn = _scalar_fn(n.op, n.dtype)
+        entries.append((fn, name, tuple(refs)))
     return order, leaves, kinds, entries, uses
 
 
