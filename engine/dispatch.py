@@ -256,6 +256,9 @@ def _where(cond, a, b):
     return apply(Op.WHERE, cond, *operands((a, b), dtype, cond._device), shape=shape, dtype=dtype)
 
 
+# reductions that fusion runs together with a pending elementwise input (fusion.reduce_deferred)
+_FUSED_REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN))
+
 # Set by ember.autograd when it is first imported: record(op, inputs, params, out).
 record = None
 
@@ -302,6 +305,8 @@ def apply(op, *inputs, out_dtype=None, **params):
                 data = run(op, arrays, params["shape"], params["dtype"])
             else:
                 data = backend.execute(op, *arrays, **params)
+    elif op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
+        data = fusion.reduce_deferred(op, inputs[0], params)   # computes the chain as it reduces
     else:
         data = device.backend.execute(op, *[t._data for t in inputs], **params)
     if out_dtype is None:

@@ -74,7 +74,8 @@ def is_enabled():
 def stats(reset=False):
     """Counters since the start (or the last reset): ops ``deferred``; fused ``kernels`` run,
     the ``fused_ops`` they computed and the ``outputs`` they wrote; deferred ops that had
-    nothing to fuse with and ran ``eager``."""
+    nothing to fuse with and ran ``eager``.  A reduction that computes its input chain
+    counts as a kernel; its root is an output only when something else holds it."""
     out = dict(_STATS)
     if reset:
         for k in _STATS:
@@ -444,3 +445,60 @@ def _run_cuda(key, leaves, kinds, out_nodes, root):
         backend._launch(fused.kernel(key), b.grid(n), b.THREADS, n, tuple(merged), *args,
                         *(o.buf for o in outs))
     return outs
+
+
+# --- fused reductions ---------------------------------------------------------------------
+# A sum (prod, max, min) of a pending chain on the CPU computes the chain inside the
+# reduction kernel (kernels/cpu/fused_reduce.py): the chain's root is never written, unless
+# something besides the reduced tensor holds it; nodes held outside are written as in
+# _force.  Anything else forces the chain and runs the plain reduction.
+_REDUCE_OPS = {"add", "mul", "maximum", "minimum"}
+
+
+def reduce_deferred(op, t, params):
+    """Reduction ``op`` (params ``axes``, ``dtype``) of tensor ``t``, whose storage is a
+    Deferred node: fused with its pending chain where ``fused_reduce.plan`` allows."""
+    if t._buf.value is None and t._device.type != "cuda" and op.scalar in _REDUCE_OPS:
+        out = _reduce_fused(op.scalar, t, params["axes"], params["dtype"])
+        if out is not None:
+            return out
+    return t._device.backend.execute(op, t._data, **params)
+
+
+def _reduce_fused(scalar, t, axes, dtype):
+    # (as in _force, no local variable may hold a node of the chain: see _outputs)
+    from ember.kernels.cpu import fused_reduce
+    shape = t._buf.shape
+    where = fused_reduce.plan(scalar, shape, t._buf.dtype.np, axes, dtype.np)
+    if where is None:
+        return None
+    order, leaves, kinds, entries, uses = _plan(t._buf)
+    counts = _refcounts(order)
+    last = len(order) - 1
+    # the root is held by ``t`` (one reference): written only when held elsewhere too
+    root_held = counts[last] > _BASE + 1
+    outputs = [k for k, c in enumerate(counts) if k < last and c > _BASE + uses.get(k, 0)]
+    n_arrays = len(outputs) + root_held + sum(1 for k in kinds if k[0] == "a")
+    if n_arrays > MAX_ARRAYS or len(leaves) > MAX_LEAVES:
+        return None
+    key = (tuple(kinds), tuple(entries), (*outputs, last))
+    out_nodes = [order[k] for k in outputs]
+    root_dtype = order[last].dtype
+    del order
+    empty = _cpu_empty()
+    outs = [empty(shape, n.dtype.np) for n in out_nodes]
+    root_out = empty(shape, root_dtype.np) if root_held else None
+    result = fused_reduce.run(key, scalar, leaves, [k[0] for k in kinds], outs, root_out, shape,
+                              root_dtype.np, dtype.np, *where)
+    for node, v in zip(out_nodes, outs):
+        node.value = v
+        node.args = None
+    if root_out is not None:
+        t._buf.value = root_out
+        t._buf.args = None
+        t._buf = root_out   # as reading t._data does
+    _STATS["kernels"] += 1
+    _STATS["fused_ops"] += len(entries)
+    _STATS["outputs"] += len(out_nodes) + root_held
+    out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
+    return result.reshape(out_shape)

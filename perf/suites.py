@@ -211,6 +211,11 @@ OPS = {
            lambda a: a.sum(dim=0), lambda a, out: np.sum(a, axis=0, out=out)),
         Op(f"sum dim=1 {N}x{N}", one(N, N), lambda a: a.sum(dim=1), lambda a: a.sum(axis=1),
            lambda a: a.sum(dim=1), lambda a, out: np.sum(a, axis=1, out=out)),
+        # a reduction of an elementwise chain: Ember computes a * b inside the sum (fused
+        # reductions, docs/decisions.md); numpy writes the product first, or calls BLAS (np.dot)
+        Op("sum(a * b) 16M f32", two(16 * M), lambda a, b: (a * b).sum(),
+           lambda a, b: (a * b).sum(), lambda a, b: (a * b).sum(),
+           lambda a, b, out: np.dot(a, b, out=out)),
     ],
     "matmul": [
         Op("matmul 256 f32", two(256, 256), matmul, matmul, matmul,

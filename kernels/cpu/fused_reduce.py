@@ -1,0 +1,370 @@
+"""Reductions that compute their elementwise producer (a fused chain) as they go.
+
+``ember.fusion`` hands a sum (prod, max, min) whose input is a pending chain to ``run``:
+the chain is evaluated, a few thousand elements at a time, into a small per-task block
+that the accumulation code then reads, so the chain's root is never written to memory
+(nodes held outside the chain still are, by the same kernel, as in a fused elementwise
+kernel).
+
+Results are bit-identical to computing the chain and then calling ``reduce.reduce``: the
+accumulation below is ``reduce.fold`` for ``inner == 1`` (a full reduction, or one over
+trailing dims), with the same tasks, chunks, lanes, blocks of ``ROWS`` rows, flushes and
+final halving; only where a block's values come from differs (``FILL`` evaluates the
+chain into ``buf`` where ``fold`` slices ``x``).  The parameters come from
+``reduce.fold_params``, as for ``fold``; tests compare both paths bit for bit.
+
+Generated code: ``source(key)`` is a module with ``fill`` (the chain over flat positions
+``[pos, pos + count)`` of the root, in C order, from inputs given as (buffer, offset,
+strides) over merged dims, in blocks of ``BLOCK``: the same op loops as a fused
+elementwise kernel, ``kernels/fused.py``) and ``scratch`` (the task's buffers).
+``kernel(key, op)`` binds them, with ``OP``, into copies of the fixed ``fold_chain``
+templates below, named by the key's hash: cached on disk like every kernel.
+"""
+import hashlib
+import importlib.util
+import math
+import os
+import sys
+import threading
+
+import numba
+import numpy as np
+from numba import prange
+
+from .. import fused
+from ..cache import generated_dir
+from ..rebind import specialize
+from . import reduce as _reduce
+from .builder import JIT_OPTIONS, _jit, scalar_op
+from .launch import merge_dims, operand
+
+# elements evaluated per FILL call in the one-accumulator path (short lanes)
+SEG = 4096
+# elements per op loop inside FILL, as in the fused elementwise kernels (2048 measured the
+# same on (a * b).sum(), 16M float32, one thread)
+BLOCK = fused.BLOCK
+# bound by the templates (they read them as globals, as fold does)
+ROWS = _reduce.ROWS
+LANES_MIN = _reduce.LANES_MIN
+
+OPS = ("add", "mul", "maximum", "minimum")
+
+
+# --- templates ------------------------------------------------------------------------------
+def fold_chain_task(t, skip, part, out, init, winit, outer, n, ob, nsplit, csize, k, rows, flush,
+                    shape, ins, offs, strs, ks, outs):
+    # One task of reduce.fold with inner == 1 (tw = m = 1, one tile): rows b*ob.. of chunk
+    # c.  Position r of row o is element skip + o * n + r of the root, evaluated by FILL.
+    buf, ws = SCRATCH(max(ROWS * k, SEG), ins)
+    b = t // nsplit
+    c = t - b * nsplit
+    lo = min(n, c * csize)
+    hi = min(n, lo + csize)
+    nblocks = (hi - lo) // k
+    w = k
+    if w < LANES_MIN:  # a few short rows: one accumulator per output
+        for o in range(b * ob, min(outer, b * ob + ob)):
+            a = winit
+            first = skip + o * n + lo
+            r = 0
+            while r < hi - lo:
+                L = min(SEG, hi - lo - r)
+                FILL(buf, first + r, L, shape, ins, offs, strs, ks, ws, outs)
+                for i in range(L):
+                    a = OP(a, buf[i])
+                r += L
+            if nsplit == 1:
+                out[o] = a
+            else:
+                part[o * nsplit + c] = a
+        return
+    acc = np.full(w, init)
+    wide = np.full(w, winit)
+    for o in range(b * ob, min(outer, b * ob + ob)):
+        for j in range(w):
+            wide[j] = winit
+        start = skip + o * n + lo
+        q = 0
+        while q < nblocks:
+            qe = min(nblocks, q + flush)
+            for j in range(w):
+                acc[j] = init
+            while rows == ROWS and q + ROWS <= qe:
+                FILL(buf, start, ROWS * k, shape, ins, offs, strs, ks, ws, outs)
+                b0 = buf[0:w]
+                b1 = buf[k:k + w]
+                b2 = buf[2 * k:2 * k + w]
+                b3 = buf[3 * k:3 * k + w]
+                for j in range(w):
+                    acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
+                start += ROWS * k
+                q += ROWS
+            while q < qe:
+                FILL(buf, start, k, shape, ins, offs, strs, ks, ws, outs)
+                for j in range(w):
+                    acc[j] = OP(acc[j], buf[j])
+                start += k
+                q += 1
+            for j in range(w):
+                wide[j] = OP(wide[j], acc[j])
+        ntail = hi - lo - nblocks * k   # fewer than k
+        if ntail > 0:
+            FILL(buf, start, ntail, shape, ins, offs, strs, ks, ws, outs)
+            for j in range(ntail):
+                wide[j] = OP(wide[j], buf[j])
+        g = k
+        while g > 1:
+            h = g // 2
+            src = g - h
+            for j in range(h):
+                wide[j] = OP(wide[j], wide[src + j])
+            g -= h
+        if nsplit == 1:
+            out[o] = wide[0]
+        else:
+            part[o * nsplit + c] = wide[0]
+
+
+def fold_chain(skip, part, out, init, winit, outer, n, ob, nsplit, rows, pack, flush,
+               shape, ins, offs, strs, ks, outs):
+    # reduce.fold's driver for inner == 1; the first ``skip`` elements (a parallel full
+    # reduction's head, see reduce._run_fold) are combined at the end, as fold's ``head``
+    csize = (n + nsplit - 1) // nsplit
+    if nsplit > 1:
+        csize = (csize + 63) // 64 * 64
+    k = 1
+    while 2 * k <= pack and 16 * k <= max(csize, 128) and 4 * k <= csize:
+        k *= 2
+    nob = (outer + ob - 1) // ob
+    for t in prange(nob * nsplit):
+        TASK(np.int64(t), skip, part, out, init, winit, outer, n, ob, nsplit, csize, k, rows,
+             flush, shape, ins, offs, strs, ks, outs)
+    if skip > 0:   # the head's elements (and the held nodes' values there)
+        hb, ws = SCRATCH(skip, ins)
+        FILL(hb, 0, skip, shape, ins, offs, strs, ks, ws, outs)
+    else:
+        hb, ws = SCRATCH(0, ins)
+    if nsplit > 1:
+        for o in range(outer):
+            a = part[o * nsplit]
+            for c in range(1, nsplit):
+                a = OP(a, part[o * nsplit + c])
+            for i in range(skip):
+                a = OP(a, hb[i])
+            out[o] = a
+
+
+# --- generated code ------------------------------------------------------------------------
+def name(key, op):
+    return "ember_fusedred_" + hashlib.sha256(repr((key, op)).encode()).hexdigest()[:24]
+
+
+def _fill(key, root_written):
+    """``fill``: the chain over flat root positions [pos, pos + count) into ``dst[:count]``.
+
+    ``key`` is a fused chain key whose outputs end with the root; the others are held
+    nodes written to ``o<k>`` (flat, the root's shape), the root goes to ``dst`` (and to
+    its own ``o<k>`` when ``root_written``)."""
+    leaves, nodes, outputs = key
+    arrays = [i for i, (kind, _) in enumerate(leaves) if kind == "a"]
+    scalars = [i for i, (kind, _) in enumerate(leaves) if kind == "s"]
+    n_out = len(outputs) - (0 if root_written else 1)
+    _, rows = fused._slots(key)
+    wnames = [f"w_{dt}" for dt in sorted(rows)] or ["w_unused"]
+    lines = ["def fill(dst, pos, count, shape, ins, offs, strs, ks, ws, outs):"]
+    lines += fused._unpack([f"a{i}" for i in arrays], "ins")
+    lines += fused._unpack([f"f{i}" for i in arrays], "offs")
+    lines += fused._unpack([f"s{i}" for i in arrays], "strs")
+    lines += fused._unpack([f"k{i}" for i in scalars], "ks")
+    lines += fused._unpack(wnames + [f"g{i}" for i in arrays], "ws")
+    lines += fused._unpack([f"o{k}" for k in range(n_out)], "outs")
+    lines += fused._scalar_prologue(leaves, lambda i: f"k{i}")
+    for dt, n in sorted(rows.items()):
+        lines += [f"    t_{dt}_{r} = w_{dt}[{r}]" for r in range(n)]
+    lines += ["    nd = shape.shape[0]",
+              "    inner = shape[nd - 1]",
+              "    done = 0",
+              "    while done < count:",
+              "        p = pos + done",
+              "        row = p // inner",
+              "        col = p - row * inner",
+              "        L = min(count - done, inner - col, BLOCK)"]
+    lines += [f"        u{i} = s{i}[nd - 1]" for i in arrays]
+    lines += [f"        p{i} = f{i} + col * u{i}" for i in arrays]
+    lines += ["        r = row",
+              "        for d in range(nd - 2, -1, -1):",
+              "            e = r % shape[d]",
+              "            r //= shape[d]"]
+    lines += [f"            p{i} += e * s{i}[d]" for i in arrays]
+    for i in arrays:
+        lines += [f"        if u{i} == 1:",
+                  f"            x{i} = a{i}[p{i}:p{i} + L]",
+                  "        else:",
+                  "            for j in range(L):",
+                  f"                g{i}[j] = a{i}[p{i} + j * u{i}]",
+                  f"            x{i} = g{i}"]
+    last = len(outputs) - 1
+    lines += [f"        y{k} = o{k}[p:p + L]" for k in range(last)]
+    lines += [f"        y{last} = dst[done:done + L]"]
+    lines += fused._blocked(key, 8)
+    if root_written:
+        lines += ["        for j in range(L):",
+                  f"            o{last}[p + j] = y{last}[j]"]
+    lines += ["        done += L"]
+    return lines
+
+
+def _scratch_fn(key):
+    # a task's buffers: the root's values (``size``), the chain's scratch rows and a block
+    # per array input to gather strided values into (allocated once per task, not per fill)
+    leaves, nodes, outputs = key
+    _, rows = fused._slots(key)
+    root_type = fused.TYPES[nodes[outputs[-1]][1]]
+    ws = [f"empty(({n}, BLOCK), {fused.TYPES[dt]})" for dt, n in sorted(rows.items())]
+    ws = ws or ["empty((1, 1), float64)"]
+    arrays = [i for i, (kind, _) in enumerate(leaves) if kind == "a"]
+    ws += [f"empty(BLOCK, a{i}.dtype)" for i in arrays]
+    return (["def scratch(size, ins):"]
+            + fused._unpack([f"a{i}" for i in arrays], "ins")
+            + [f"    return empty(size, {root_type}), ({', '.join(ws)},)"])
+
+
+def source(key, op, root_written):
+    doc = ['"""Fused reduction input, generated by ember.kernels.cpu.fused_reduce (do not edit).',
+           "", f"Reduced with {op}; the chain (root last{', written' if root_written else ''}):",
+           *fused._describe(key), '"""']
+    types = ", ".join(sorted(set(fused.TYPES.values())))
+    header = [*doc,
+              f"from numpy import empty, {types}  # noqa: F401",
+              "",
+              f"BLOCK = {BLOCK}",
+              "# the builder binds the scalar ops"]
+    parts = [header, _scratch_fn(key), _fill(key, root_written)]
+    return "\n\n\n".join("\n".join(p) for p in parts) + "\n"
+
+
+_MODULES = {}
+_LOCK = threading.Lock()
+
+
+def _load(key, op, root_written):
+    modname = name((key, root_written), op)
+    mod = _MODULES.get(modname)
+    if mod is not None:
+        return mod, modname
+    with _LOCK:
+        mod = _MODULES.get(modname)
+        if mod is not None:
+            return mod, modname
+        text = source(key, op, root_written)
+        path = os.path.join(generated_dir(), modname + ".py")
+        try:
+            with open(path) as f:
+                current = f.read()
+        except OSError:
+            current = None
+        if current != text:   # a temporary name, then a rename: never half a module
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(modname, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+        _MODULES[modname] = mod
+    return mod, modname
+
+
+class FusedReduceKernel:
+    """The serial and parallel drivers of one (chain, op), each compiled on first use."""
+
+    __slots__ = ("_fns", "_compiled")
+
+    def __init__(self, key, op, root_written):
+        mod, modname = _load(key, op, root_written)
+        calls = {fn: scalar_op(fn) for fn in fused.scalar_ops(key)}
+        fill = numba.njit(**JIT_OPTIONS)(specialize(mod.fill, f"{modname}__fill", **calls))
+        scratch = numba.njit(**JIT_OPTIONS)(specialize(mod.scratch, f"{modname}__scratch"))
+        bind = dict(FILL=fill, SCRATCH=scratch, OP=scalar_op(op))
+        task = numba.njit(**JIT_OPTIONS)(specialize(fold_chain_task, f"{modname}__task", **bind))
+        self._fns = {p: specialize(fold_chain, f"{modname}" + ("__par" if p else ""), TASK=task,
+                                   **bind) for p in (False, True)}
+        self._compiled = {}
+
+    def get(self, parallel):
+        k = self._compiled.get(parallel)
+        if k is None:
+            k = self._compiled[parallel] = _jit(self._fns[parallel], parallel)
+        return k
+
+
+_KERNELS = {}
+
+
+def kernel(key, op, root_written):
+    k = _KERNELS.get((key, op, root_written))
+    if k is None:
+        k = _KERNELS[key, op, root_written] = FusedReduceKernel(key, op, root_written)
+    return k
+
+
+# --- launching -----------------------------------------------------------------------------
+def plan(op, shape, dtype, axes, out_dtype):
+    """(outer, n) when reducing a C-contiguous array of ``shape`` and ``dtype`` over ``axes``
+    with ``op`` runs ``reduce.fold`` once with ``inner == 1`` (what this module fuses), else
+    None: other axes, empty or trivial reductions and dtype conversions keep the plain path."""
+    if op not in OPS or not axes:
+        return None
+    dtype = np.dtype(dtype)
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype.kind == "b" or dtype not in _reduce._DTYPES or out_dtype not in _reduce._DTYPES:
+        return None
+    if not (dtype == out_dtype or (op in ("add", "mul") and np.can_cast(dtype, out_dtype, "safe"))):
+        return None
+    lo, hi = min(axes), max(axes) + 1
+    if hi != len(shape) or hi - lo != len(set(axes)):
+        return None
+    n = math.prod(shape[lo:])
+    outer = math.prod(shape[:lo])
+    if n < 2 or outer == 0:
+        return None
+    return outer, n
+
+
+def run(key, op, leaves, kinds, outs, root_out, shape, root_dtype, out_dtype, outer, n):
+    """Reduce the chain ``key`` over ``shape`` with ``op`` as ``plan`` found: returns the
+    ``(outer,)`` result of ``out_dtype``; writes the held nodes into ``outs`` (fresh
+    C-contiguous arrays of ``shape``) and the root into ``root_out`` unless it is None."""
+    init = _reduce._identity(op, np.dtype(out_dtype))
+    # reduce's own choice of tasks, chunks and lanes for the root it would have read
+    parallel, ob, nsplit, winit, flush, rows, pack = _reduce.fold_params(
+        op, np.dtype(root_dtype), init, outer, n, 1)
+    # reduce._run_fold starts a parallel full reduction's chunks on a cache line of the array
+    # it reads: the unfused root, a fresh array big enough to be cache-line aligned
+    # (engine/memory.py ALIGN), so its chunks start at element 0, as here
+    skip = 0
+    written = outs if root_out is None else [*outs, root_out]
+    flat_outs = tuple(o.reshape(-1) for o in written)
+    ops = []
+    for x, kind in zip(leaves, kinds):
+        if kind == "a":
+            ops.append(operand(x if x.shape == shape else np.broadcast_to(x, shape)))
+    c_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]   # the root's, C order
+    merged, strides = merge_dims(shape, [o[2] for o in ops] + [c_strides])
+    ins, offs, strs, ks = [], [], [], []
+    it = iter(zip(ops, strides))
+    for x, kind in zip(leaves, kinds):
+        if kind == "s":
+            ks.append(x.item(0))
+        else:
+            (buf, off, _), st = next(it)
+            ins.append(buf)
+            offs.append(off)
+            strs.append(np.array(st, np.int64))
+    out = np.empty(outer, init.dtype)
+    part = np.empty(outer * nsplit if nsplit > 1 else 0, winit.dtype)
+    k = kernel(key, op, root_out is not None).get(parallel)
+    k(skip, part, out, init, winit, outer, n - skip, ob, nsplit, rows, pack, flush,
+      np.array(merged, np.int64), tuple(ins), tuple(offs), tuple(strs), tuple(ks), flat_outs)
+    return out
