@@ -209,14 +209,28 @@ class _Holder:
             pass
 
 
+# Pooled blocks (and large arrays when pooling is off) start on a cache line: vector loads
+# are aligned, and a parallel full reduction of a fresh array always splits at the same
+# elements (reduce._run_fold aligns its chunks to the array's address), so a reduction fused
+# with its producer (fused_reduce) adds in the very order the unfused one does.
+ALIGN = 64
+
+
 def _cpu_allocate(size):
-    raw = np.empty(size, np.uint8)
-    return raw, raw.ctypes.data
+    raw = np.empty(size + ALIGN - 1, np.uint8)
+    address = raw.ctypes.data
+    return raw, address + (-address % ALIGN)
+
+
+def _aligned_empty(shape, dtype, nbytes):
+    raw = np.empty(nbytes + ALIGN - 1, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 CPU_POOL = Pool("cpu", _cpu_allocate, _default_cpu_limit() if LIMIT is None else LIMIT,
                 ENABLED, CPU_MIN_BYTES)
-_MIN = CPU_MIN_BYTES if ENABLED else math.inf
+_MIN = CPU_MIN_BYTES
 _prod = math.prod       # module-level names: the cheapest lookups in the per-op path
 _np_empty = np.empty
 
@@ -235,6 +249,8 @@ def empty(shape, dtype):
         nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < _MIN:
         return _np_empty(shape, dtype)
+    if not ENABLED:
+        return _aligned_empty(shape, dtype, nbytes)
     block, size = CPU_POOL.acquire(nbytes)
     return np.asarray(_Holder(block, size, tuple(shape), dtype.str))
 
