@@ -228,27 +228,47 @@ def _strided(key):
               "    start = (task - row * per_row) * CHUNK",
               "    m = min(inner - start, CHUNK)",
               "    q = row * inner + start"]
-    lines += [f"    u{i} = s{i}[nd - 1]" for i in arrays]
-    lines += [f"    p{i} = f{i} + start * u{i}" for i in arrays]
-    lines += ["    r = row",
-              "    for d in range(nd - 2, -1, -1):",
-              "        e = r % shape[d]",
-              "        r //= shape[d]"]
-    lines += [f"        p{i} += e * s{i}[d]" for i in arrays]
+    lines += row_offsets(arrays, "start", 4)
     lines += _scratch(key, 4)
     lines += [f"    g{i} = empty(BLOCK, a{i}.dtype)" for i in arrays]
     lines += ["    for b in range(0, m, BLOCK):",
               "        L = min(BLOCK, m - b)"]
-    for i in arrays:
-        lines += [f"        if u{i} == 1:",
-                  f"            x{i} = a{i}[p{i} + b:p{i} + b + L]",
-                  "        else:",
-                  "            for j in range(L):",
-                  f"                g{i}[j] = a{i}[p{i} + (b + j) * u{i}]",
-                  f"            x{i} = g{i}"]
+    lines += gather_blocks(arrays, "b", 8)
     lines += [f"        y{k} = o{k}[q + b:q + b + L]" for k in range(len(outputs))]
     lines += _blocked(key, 8)
     return lines + ["", ""] + driver
+
+
+def row_offsets(arrays, col, indent):
+    """Lines setting ``p<i>``, the element offset of array input ``i`` at column ``col`` of row
+    ``row`` of ``shape`` (C order; ``nd`` dims), and ``u<i>``, its stride along the row
+    (inputs are 1-D buffers ``a<i>`` with offset ``f<i>`` and strides ``s<i>``)."""
+    pad = " " * indent
+    return ([f"{pad}u{i} = s{i}[nd - 1]" for i in arrays]
+            + [f"{pad}p{i} = f{i} + {col} * u{i}" for i in arrays]
+            + [f"{pad}r = row",
+               f"{pad}for d in range(nd - 2, -1, -1):",
+               f"{pad}    e = r % shape[d]",
+               f"{pad}    r //= shape[d]"]
+            + [f"{pad}    p{i} += e * s{i}[d]" for i in arrays])
+
+
+def gather_blocks(arrays, b, indent):
+    """Lines making ``x<i>`` the ``L`` values of array input ``i`` from ``b`` elements past
+    ``p<i>`` along the row (``b`` None: from ``p<i>``): a slice when unit-stride, else
+    gathered into the block ``g<i>``."""
+    pad = " " * indent
+    lines = []
+    for i in arrays:
+        start = f"p{i} + {b}" if b else f"p{i}"
+        at = f"({b} + j)" if b else "j"
+        lines += [f"{pad}if u{i} == 1:",
+                  f"{pad}    x{i} = a{i}[{start}:{start} + L]",
+                  f"{pad}else:",
+                  f"{pad}    for j in range(L):",
+                  f"{pad}        g{i}[j] = a{i}[p{i} + {at} * u{i}]",
+                  f"{pad}    x{i} = g{i}"]
+    return lines
 
 
 def _cuda_map(key):
@@ -314,8 +334,13 @@ def load(key):
 
 
 def _load(key):
-    modname = name(key)
-    text = source(key)
+    mod = _MODULES[key] = import_generated(name(key), source(key))
+    return mod
+
+
+def import_generated(modname, text):
+    """Module ``modname`` of source ``text``, written under the kernel cache's generated
+    directory (unless the file there already holds it) and imported from that file."""
     path = os.path.join(generated_dir(), modname + ".py")
     try:
         with open(path) as f:
@@ -332,5 +357,4 @@ def _load(key):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[modname] = mod
     spec.loader.exec_module(mod)
-    _MODULES[key] = mod
     return mod

@@ -3,16 +3,15 @@
 Every check runs the same code with fusion on and off (``ember.fusion.set_enabled``) and
 compares values, dtypes and shapes exactly; ``ember.fusion.stats()`` shows what ran.
 """
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import ember
+from checks import compiled_in_new_process
 from ember import fusion
 
 NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED
@@ -375,21 +374,7 @@ def test_environment_variable_turns_fusion_off():
         assert out.stdout.strip() == want, out.stderr
 
 
-SCRIPT = textwrap.dedent("""
-    import json
-    from numba.core import event
-
-    compiled = []
-
-    class Count(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Count())
-
+CODE = """
     import numpy as np
     import ember
 
@@ -400,22 +385,13 @@ SCRIPT = textwrap.dedent("""
     z = (a.reshape(8, 8).T * 3 + 1).sigmoid() - b.reshape(8, 8)   # the strided loop
     y.numpy(), z.numpy()
     assert ember.fusion.stats()["kernels"] == 2
-    print(json.dumps(compiled))
-""")
-
-
-def _compiled_in_new_process(env):
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+"""
 
 
 def test_a_second_process_compiles_no_fused_kernel(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"), EMBER_FUSION="1")
-    first = _compiled_in_new_process(env)
+    first = compiled_in_new_process(CODE, tmp_path / "cache", EMBER_FUSION="1")
     assert any("ember_fused_" in name for name in first), first
-    assert _compiled_in_new_process(env) == []
+    assert compiled_in_new_process(CODE, tmp_path / "cache", EMBER_FUSION="1") == []
 
 
 def test_threads_loading_one_new_chain_write_and_import_it_once(tmp_path, monkeypatch):

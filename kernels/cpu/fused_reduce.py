@@ -21,10 +21,7 @@ elementwise kernel, ``kernels/fused.py``) and ``scratch`` (the task's buffers).
 templates below, named by the key's hash: cached on disk like every kernel.
 """
 import hashlib
-import importlib.util
 import math
-import os
-import sys
 import threading
 
 import numba
@@ -32,7 +29,6 @@ import numpy as np
 from numba import prange
 
 from .. import fused
-from ..cache import generated_dir
 from ..rebind import specialize
 from . import reduce as _reduce
 from .builder import JIT_OPTIONS, _jit, scalar_op
@@ -189,20 +185,8 @@ def _fill(key, root_written):
               "        row = p // inner",
               "        col = p - row * inner",
               "        L = min(count - done, inner - col, BLOCK)"]
-    lines += [f"        u{i} = s{i}[nd - 1]" for i in arrays]
-    lines += [f"        p{i} = f{i} + col * u{i}" for i in arrays]
-    lines += ["        r = row",
-              "        for d in range(nd - 2, -1, -1):",
-              "            e = r % shape[d]",
-              "            r //= shape[d]"]
-    lines += [f"            p{i} += e * s{i}[d]" for i in arrays]
-    for i in arrays:
-        lines += [f"        if u{i} == 1:",
-                  f"            x{i} = a{i}[p{i}:p{i} + L]",
-                  "        else:",
-                  "            for j in range(L):",
-                  f"                g{i}[j] = a{i}[p{i} + j * u{i}]",
-                  f"            x{i} = g{i}"]
+    lines += fused.row_offsets(arrays, "col", 8)
+    lines += fused.gather_blocks(arrays, None, 8)
     last = len(outputs) - 1
     lines += [f"        y{k} = o{k}[p:p + L]" for k in range(last)]
     lines += [f"        y{last} = dst[done:done + L]"]
@@ -256,22 +240,7 @@ def _load(key, op, root_written):
         mod = _MODULES.get(modname)
         if mod is not None:
             return mod, modname
-        text = source(key, op, root_written)
-        path = os.path.join(generated_dir(), modname + ".py")
-        try:
-            with open(path) as f:
-                current = f.read()
-        except OSError:
-            current = None
-        if current != text:   # a temporary name, then a rename: never half a module
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(modname, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
+        mod = fused.import_generated(modname, source(key, op, root_written))
         _MODULES[modname] = mod
     return mod, modname
 
