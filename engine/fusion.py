@@ -453,12 +453,18 @@ def _run_cuda(key, leaves, kinds, out_nodes, root):
 # something besides the reduced tensor holds it; nodes held outside are written as in
 # _force.  Anything else forces the chain and runs the plain reduction.
 _REDUCE_OPS = {"add", "mul", "maximum", "minimum"}
+# Smaller inputs are computed first and reduced by the shared eager kernel: their values stay
+# in cache anyway, and every distinct chain would compile a fused reduction of its own (~2 s
+# cold; a test suite's loss `sum(out * w)` after each op under test made a cold run ~3x
+# longer)
+REDUCE_MIN_SIZE = 1 << 16
 
 
 def reduce_deferred(op, t, params):
     """Reduction ``op`` (params ``axes``, ``dtype``) of tensor ``t``, whose storage is a
     Deferred node: fused with its pending chain where ``fused_reduce.plan`` allows."""
-    if t._buf.value is None and t._device.type != "cuda" and op.scalar in _REDUCE_OPS:
+    if (t._buf.value is None and t._device.type != "cuda" and op.scalar in _REDUCE_OPS
+            and math.prod(t._buf.shape) >= REDUCE_MIN_SIZE):
         out = _reduce_fused(op.scalar, t, params["axes"], params["dtype"])
         if out is not None:
             return out

@@ -19,6 +19,7 @@ NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.B
 
 @pytest.fixture(autouse=True)
 def fusion_on(monkeypatch):
+    monkeypatch.setattr(fusion, "REDUCE_MIN_SIZE", 1)   # small shapes fuse too: quick tests
     previous = fusion.set_enabled(True)
     real = fused_reduce.run
 
@@ -77,6 +78,16 @@ def test_sum_of_a_product_is_one_kernel_writing_nothing(rng):
     assert st == {"deferred": 1, "kernels": 1, "fused_ops": 1, "outputs": 0, "eager": 0,
                   "reductions": 1}
     np.testing.assert_allclose(got[0], (a.astype(np.float64) * b).sum(), rtol=1e-5)
+
+
+def test_small_inputs_are_computed_first(rng, monkeypatch):
+    # below REDUCE_MIN_SIZE the chain runs as a fused elementwise kernel and the shared sum
+    # kernel reduces it: no fused reduction compiled per chain
+    monkeypatch.setattr(fusion, "REDUCE_MIN_SIZE", 1000)
+    a, b = randn(rng, 999), randn(rng, 999)
+    _, st = same(lambda a, b: (a * b + 1).sum(), a, b, fuses=0)
+    assert st["kernels"] == 1 and st["outputs"] == 1, st
+    same(lambda a, b: (a * b + 1).sum(), randn(rng, 1000), randn(rng, 1000), fuses=1)
 
 
 def test_the_chain_stays_pending_and_computes_later_when_read(rng):
@@ -295,6 +306,7 @@ CODE = """
     import numpy as np
     import ember
 
+    ember.fusion.REDUCE_MIN_SIZE = 1   # these small inputs fuse too
     a = ember.tensor(np.linspace(-1, 1, 640, dtype=np.float32))
     b = ember.tensor(np.linspace(0, 2, 640, dtype=np.float32))
     s = ((a * b).exp() + a).sum()
