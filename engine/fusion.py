@@ -37,11 +37,11 @@ MIN_SIZE = 2
 # ops per kernel: compile time grows with them (~0.13 s per op); 128 holds a BALANCED
 # backward that recomputes a 40-op chain and differentiates it in one kernel
 MAX_NODES = 128
-# array inputs + outputs, and inputs, of one CPU kernel: a tracked chain keeps many values
-# (50 tanh layers' outputs, read again by their backward); splitting it costs a launch and
-# a plan per segment (the autodiff tanh chain: 1.38 -> 1.11 ms from 16/24 to 64/64)
-MAX_ARRAYS = 64
-MAX_LEAVES = 64
+# array inputs + outputs, and inputs, of one CPU kernel.  64/64 made the autodiff tanh chain
+# (50 kept outputs, read again by the backward) 1.27 -> 0.97 ms, but kernels of 40-50 arrays
+# compile in 30-60 s each: a cold test run spent 10 minutes on them (docs/decisions.md)
+MAX_ARRAYS = 16
+MAX_LEAVES = 24
 # on CUDA: the kernel's parameters (4 kB) and the chain, one device function call (CPython
 # passes more than 30 arguments as *args, which Numba cannot inline)
 CUDA_MAX_ARRAYS = 16
