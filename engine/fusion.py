@@ -21,7 +21,7 @@ than it saves there); a node whose operand has another shape (broadcasting) forc
 operand first, so every node of a kernel has the kernel's shape and can be written out;
 an op that would make a chain longer than ``MAX_NODES`` ops forces its operands first; and
 a chain that needs more than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES``
-inputs (``CUDA_MAX_ARRAYS``, ``CUDA_MAX_LEAVES`` on CUDA) runs as consecutive segments
+inputs runs as consecutive segments
 that each fit, planned once.
 """
 import itertools
@@ -37,15 +37,13 @@ MIN_SIZE = 2
 # ops per kernel: compile time grows with them (~0.13 s per op); 128 holds a BALANCED
 # backward that recomputes a 40-op chain and differentiates it in one kernel
 MAX_NODES = 128
-# array inputs + outputs, and inputs, of one CPU kernel.  64/64 made the autodiff tanh chain
+# array inputs + outputs, and inputs, of one kernel.  CUDA: the kernel's parameters (4 kB)
+# and the chain, one device function call (CPython passes more than 30 arguments as *args,
+# which Numba cannot inline).  The CPU could take more: 64/64 made the autodiff tanh chain
 # (50 kept outputs, read again by the backward) 1.27 -> 0.97 ms, but kernels of 40-50 arrays
 # compile in 30-60 s each: a cold test run spent 10 minutes on them (docs/decisions.md)
 MAX_ARRAYS = 16
 MAX_LEAVES = 24
-# on CUDA: the kernel's parameters (4 kB) and the chain, one device function call (CPython
-# passes more than 30 arguments as *args, which Numba cannot inline)
-CUDA_MAX_ARRAYS = 16
-CUDA_MAX_LEAVES = 24
 
 ENABLED = os.environ.get("EMBER_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
 FUSABLE = ELEMENTWISE
@@ -300,14 +298,10 @@ def _force(root):
     for k in kinds:
         if k[0] == "a":
             n_arrays += 1
-    if root.device.type == "cuda":
-        max_arrays, max_leaves = CUDA_MAX_ARRAYS, CUDA_MAX_LEAVES
-    else:
-        max_arrays, max_leaves = MAX_ARRAYS, MAX_LEAVES
-    if n_arrays <= max_arrays and len(leaves) <= max_leaves:
+    if n_arrays <= MAX_ARRAYS and len(leaves) <= MAX_LEAVES:
         _launch(order, leaves, kinds, entries, outputs)
     else:
-        _segments(order, leaves, kinds, entries, outputs, max_arrays, max_leaves)
+        _segments(order, leaves, kinds, entries, outputs)
     return root.value
 
 
@@ -329,7 +323,7 @@ def _launch(order, leaves, kinds, entries, outputs):
     _STATS["outputs"] += len(out_nodes)
 
 
-def _segments(order, leaves, kinds, entries, outputs, max_arrays, max_leaves):
+def _segments(order, leaves, kinds, entries, outputs):
     """Run a chain too big for one kernel as consecutive segments of its (topological)
     order, each as long as fits, from the one plan.
 
@@ -367,8 +361,8 @@ def _segments(order, leaves, kinds, entries, outputs, max_arrays, max_leaves):
             for j in expiring.get(k, ()):
                 if j >= start:
                     now -= 1
-            if k > start and (arrays + new + max(now, 1) > max_arrays
-                              or len(local) + new_leaves > max_leaves):
+            if k > start and (arrays + new + max(now, 1) > MAX_ARRAYS
+                              or len(local) + new_leaves > MAX_LEAVES):
                 break
             for i in refs:
                 if i not in local and (i < 0 and -1 - i < start or i >= 0):

@@ -78,9 +78,9 @@ def test_chains_longer_than_the_limit(cuda, rng, monkeypatch):
 
 
 def test_a_chain_too_big_for_one_kernel_runs_in_segments(cuda, rng):
-    # more inputs and held values than one CUDA kernel takes (CUDA_MAX_ARRAYS and
-    # CUDA_MAX_LEAVES): consecutive segments, every value as unfused
-    arrays = [rng.standard_normal(16).astype(np.float32) for _ in range(fusion.CUDA_MAX_LEAVES + 4)]
+    # more inputs and held values than one kernel takes (MAX_ARRAYS and MAX_LEAVES):
+    # consecutive segments, every value as unfused
+    arrays = [rng.standard_normal(16).astype(np.float32) for _ in range(fusion.MAX_LEAVES + 4)]
 
     def layers(*xs):
         ys, y = [], xs[0]
