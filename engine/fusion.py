@@ -22,7 +22,8 @@ operand first, so every node of a kernel has the kernel's shape and can be writt
 an op that would make a chain longer than ``MAX_NODES`` ops forces its operands first; and
 a chain that needs more than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES``
 inputs runs as consecutive segments
-that each fit, planned once.
+that each fit.  A chain's launches (its *program*) are planned once per structure and
+cached: a training step's chains skip planning and kernel lookup after the first step.
 """
 import itertools
 import math
@@ -39,9 +40,10 @@ MIN_SIZE = 2
 MAX_NODES = 128
 # array inputs + outputs, and inputs, of one kernel.  CUDA: the kernel's parameters (4 kB)
 # and the chain, one device function call (CPython passes more than 30 arguments as *args,
-# which Numba cannot inline).  The CPU could take more: 64/64 made the autodiff tanh chain
-# (50 kept outputs, read again by the backward) 1.27 -> 0.97 ms, but kernels of 40-50 arrays
-# compile in 30-60 s each: a cold test run spent 10 minutes on them (docs/decisions.md)
+# which Numba cannot inline).  The CPU could take more, but kernels of 40-50 arrays compile
+# in 30-60 s each, and with programs cached (below) 64/64 gained the autodiff tanh chain
+# (50 kept outputs) only 0.98 -> 0.95 ms (docs/decisions.md).  Programs are planned under
+# these limits: clear ``_PROGRAMS`` after changing them.
 MAX_ARRAYS = 16
 MAX_LEAVES = 24
 
@@ -293,43 +295,74 @@ def _force(root):
     if not _pending(root.args):   # nothing to fuse: the eager kernel, compiled once for all
         return _run_alone(root)
     order, leaves, kinds, entries, uses = _plan(root)
-    outputs = _outputs(order, uses)
-    n_arrays = len(outputs)
-    for k in kinds:
-        if k[0] == "a":
-            n_arrays += 1
-    if n_arrays <= MAX_ARRAYS and len(leaves) <= MAX_LEAVES:
-        _launch(order, leaves, kinds, entries, outputs)
-    else:
-        _segments(order, leaves, kinds, entries, outputs)
+    key = (tuple(kinds), tuple(entries), tuple(_outputs(order, uses)))
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = _program(key)
+    for launch in program:
+        launch.run(order, leaves)
     return root.value
 
 
-def _launch(order, leaves, kinds, entries, outputs):
-    """Run the kernel computing ``entries`` over ``leaves`` and store the values of
-    ``order[k]`` for ``k`` in ``outputs`` on those nodes."""
-    key = (tuple(kinds), tuple(entries), tuple(outputs))
-    out_nodes = [order[k] for k in outputs]
-    root = out_nodes[-1]
-    if root.device.type != "cuda":
-        values = _run_cpu(key, leaves, kinds, out_nodes, root)
+class _Launch:
+    """One kernel of a chain's program: nodes ``first..`` of the chain's order, computed
+    from ``sources`` (the chain's leaf ``i >= 0``, or the value of node ``-1 - i``, computed
+    by an earlier launch), writing the nodes at positions ``outputs`` (of the chain)."""
+
+    __slots__ = ("key", "sources", "outputs", "kinds", "n_ops", "kernels")
+
+    def __init__(self, key, sources, outputs):
+        self.key = key
+        self.sources = sources
+        self.outputs = outputs
+        self.kinds = [k[0] for k in key[0]]
+        self.n_ops = len(key[1])
+        self.kernels = {}   # device type -> the backend's compiled kernel
+
+    def run(self, order, leaves):
+        values = [leaves[i] if i >= 0 else order[-1 - i].value for i in self.sources]
+        out_nodes = [order[k] for k in self.outputs]
+        root = out_nodes[-1]
+        device = root.device.type
+        kernel = self.kernels.get(device)
+        if kernel is None:
+            kernel = self.kernels[device] = _kernel(self.key, device)
+        if device != "cuda":
+            outs = _run_cpu(kernel, values, self.kinds, out_nodes, root)
+        else:
+            outs = _run_cuda(kernel, values, self.kinds, out_nodes, root)
+        for node, v in zip(out_nodes, outs):
+            node.value = v
+            node.args = None   # the inputs are no longer needed by this node
+        _STATS["kernels"] += 1
+        _STATS["fused_ops"] += self.n_ops
+        _STATS["outputs"] += len(out_nodes)
+
+
+# chain key -> its launches (a list of _Launch): a chain seen before (a training step's)
+# skips planning its segments and looking its kernels up
+_PROGRAMS = {}
+
+
+def _kernel(key, device):
+    if device == "cuda":
+        from ember.kernels.cuda import fused
     else:
-        values = _run_cuda(key, leaves, kinds, out_nodes, root)
-    for node, v in zip(out_nodes, values):
-        node.value = v
-        node.args = None   # the inputs are no longer needed by this node
-    _STATS["kernels"] += 1
-    _STATS["fused_ops"] += len(entries)
-    _STATS["outputs"] += len(out_nodes)
+        from ember.kernels.cpu import fused
+    return fused.kernel(key)
 
 
-def _segments(order, leaves, kinds, entries, outputs):
-    """Run a chain too big for one kernel as consecutive segments of its (topological)
-    order, each as long as fits, from the one plan.
+def _program(key):
+    """The launches that compute chain ``key``: one kernel when it fits the limits, else
+    consecutive segments of its (topological) order, each as long as fits.
 
     A segment's arrays are its array leaves, the values of earlier segments it reads, and
     the values it writes: nodes held outside the chain and nodes later segments read.
     """
+    kinds, entries, outputs = key
+    n_arrays = len(outputs) + sum(1 for k in kinds if k[0] == "a")
+    if n_arrays <= MAX_ARRAYS and len(kinds) <= MAX_LEAVES:
+        return [_Launch(key, list(range(len(kinds))), list(outputs))]
     n = len(entries)
     held = [False] * n
     for k in outputs:
@@ -345,6 +378,7 @@ def _segments(order, leaves, kinds, entries, outputs):
     for j in range(n):
         if written[j] and not held[j]:
             expiring.setdefault(last_use[j], []).append(j)
+    program = []
     start = 0
     while start < n:
         local = {}   # global ref (leaf i >= 0, earlier node -1 - j) -> this segment's leaf
@@ -370,25 +404,18 @@ def _segments(order, leaves, kinds, entries, outputs):
             arrays += new
             live = now
             end = k
-        # the segment start..end: its leaves, nodes and written values
-        seg_leaves = []
-        seg_kinds = []
-        for i in local:   # in insertion order: local indices
-            if i >= 0:
-                seg_leaves.append(leaves[i])
-                seg_kinds.append(kinds[i])
-            else:
-                seg_leaves.append(order[-1 - i].value)
-                seg_kinds.append(("a", None))
+        sources = list(local)   # in insertion order: local indices
+        seg_kinds = tuple(kinds[i] if i >= 0 else ("a", None) for i in sources)
         seg_entries = []
         for k in range(start, end + 1):
             fn, dtype, refs = entries[k]
             seg_entries.append((fn, dtype, tuple(
                 local[i] if i >= 0 or -1 - i < start else i + start for i in refs)))
-        seg_outputs = [k - start for k in range(start, end + 1)
-                       if held[k] or last_use[k] > end]
-        _launch(order[start:end + 1], seg_leaves, seg_kinds, seg_entries, seg_outputs)
+        seg_outputs = [k for k in range(start, end + 1) if held[k] or last_use[k] > end]
+        seg_key = (seg_kinds, tuple(seg_entries), tuple(k - start for k in seg_outputs))
+        program.append(_Launch(seg_key, sources, seg_outputs))
         start = end + 1
+    return program
 
 
 def _run_alone(node):
@@ -408,35 +435,34 @@ def _cpu_empty():
     return empty
 
 
-def _run_cpu(key, leaves, kinds, out_nodes, root):
+def _run_cpu(kernel, leaves, kinds, out_nodes, root):
     from ember.kernels.cpu import fused
     empty = _cpu_empty()
     shape = root.shape
     outs = [empty(shape, n.dtype.np) for n in out_nodes]
-    fused.run(fused.kernel(key), leaves, [k[0] for k in kinds], outs, shape)
+    fused.run(kernel, leaves, kinds, outs, shape)
     return outs
 
 
-def _run_cuda(key, leaves, kinds, out_nodes, root):
-    from ember.kernels.cuda import fused
+def _run_cuda(kernel, leaves, kinds, out_nodes, root):
     backend = root.device.backend
     shape = root.shape
     outs = [backend.empty(shape, n.dtype.np) for n in out_nodes]
     n = outs[0].size
     views = [backend._broadcast(x, shape) for x in leaves]
-    arrays = [v for v, k in zip(views, kinds) if k[0] == "a"]
+    arrays = [v for v, k in zip(views, kinds) if k == "a"]
     merged, strides = backend._merge_dims(shape, [list(v.strides) for v in arrays] +
                                           [list(outs[0].strides)])
     args = []
     st = iter(strides)
     for v, k in zip(views, kinds):
-        if k[0] == "a":
+        if k == "a":
             args += (v.buf, v.offset, tuple(next(st)))
         else:
             args += (v.buf, v.offset)
     b = backend._b
     with backend._context():
-        backend._launch(fused.kernel(key), b.grid(n), b.THREADS, n, tuple(merged), *args,
+        backend._launch(kernel, b.grid(n), b.THREADS, n, tuple(merged), *args,
                         *(o.buf for o in outs))
     return outs
 

@@ -250,6 +250,7 @@ def few_arrays(monkeypatch):
     """CPU kernels limited to 8 arrays and 8 inputs: the segmenting logic, quick to compile."""
     monkeypatch.setattr(fusion, "MAX_ARRAYS", 8)
     monkeypatch.setattr(fusion, "MAX_LEAVES", 8)
+    monkeypatch.setattr(fusion, "_PROGRAMS", {})   # programs are planned under the limits
 
 
 def test_more_inputs_than_one_kernel_takes(rng, few_arrays):
@@ -295,6 +296,26 @@ def test_a_chain_too_big_for_one_kernel_runs_in_segments(rng, few_arrays):
     assert st["fused_ops"] == 16 * 4 and 4 <= st["kernels"] <= 6, st
     assert 16 <= st["outputs"] <= 16 + 2 * (st["kernels"] - 1), st
     assert all(not isinstance(y._buf, fusion.Deferred) or y._buf.value is not None for y in ys)
+
+
+def test_a_chain_seen_again_reuses_its_program(rng, few_arrays, monkeypatch):
+    # a training step builds the same chain each time: its segments are planned once, and
+    # each run reads its own inputs through the cached program
+    planned = []
+    program = fusion._program
+    monkeypatch.setattr(fusion, "_program", lambda key: planned.append(key) or program(key))
+
+    def layers(*xs):
+        y = xs[0]
+        for i in range(12):
+            y = (y * 0.9).tanh() + xs[i % len(xs)] * 0.1
+        return y
+    for _ in range(3):
+        arrays = [randn(rng, 40) for _ in range(10)]
+        same(layers, *arrays)   # fused (from the program) and unfused: identical
+        _, st = counting(lambda: layers(*[ember.from_numpy(a) for a in arrays]).numpy())
+        assert st["kernels"] >= 2, st   # 10 inputs: more than one kernel of 8 arrays
+    assert len(planned) == 1
 
 
 def test_small_ops_run_at_once(rng, monkeypatch):
