@@ -39,12 +39,12 @@ def value_ref(t, inner):
 class Recompute:
     """Recomputes the recipes one backward pass reads, each once, dropping each after its last reader."""
 
-    def __init__(self, steps):
+    def __init__(self, nodes):
         self._memo = {}
         self._readers = {}
         pending = []
-        for step in steps:
-            for v in saved_values(step):
+        for node in nodes:
+            for v in saved_values(node):
                 self._count(v, pending)
         while pending:
             for v in pending.pop().inputs:
@@ -86,22 +86,22 @@ class Recompute:
                 self._release(i)
         return memo[id(v)]
 
-    def resolve(self, step):
-        """Replace the recipes a step saved by their values, just before it runs."""
-        step.x = tuple(self.value(v) if v is not None else None for v in step.x)
-        out = step.out
+    def resolve(self, node):
+        """Replace the recipes a node's step saved by their values, just before it runs."""
+        node.x = tuple(self.value(v) if v is not None else None for v in node.x)
+        out = node.out
         if type(out) is tuple:
-            step.out = tuple(self.value(v) for v in out)
+            node.out = tuple(self.value(v) for v in out)
         elif out is not None:
-            step.out = self.value(out)
+            node.out = self.value(out)
 
     def done(self, saved):
         for v in saved:
             self._release(v)
 
 
-def saved_values(step):
-    """The tensors and recipes a step keeps (its saved inputs and outputs)."""
-    out = step.out
+def saved_values(node):
+    """The tensors and recipes a node's step keeps (its saved inputs and outputs)."""
+    out = node.out
     outs = out if type(out) is tuple else (() if out is None else (out,))
-    return [v for v in (*step.x, *outs) if v is not None]
+    return [v for v in (*node.x, *outs) if v is not None]

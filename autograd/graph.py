@@ -1,10 +1,13 @@
-"""The autodiff graph: nodes, one-shot steps, and the backward walk.
+"""The autodiff graph: nodes, their one-shot steps, and the backward walk.
 
 A *node* is the autodiff identity of a tracked tensor: a marked leaf, or the
-output of an op with a tracked input.  A non-leaf node owns a *step*, the
-backward work of its op, holding only what that backward reads.  Backward
-consumes each reachable step once; a second backward through a consumed step is
-refused before anything is consumed (DESIGN §4, items 5–7).
+output of an op with a tracked input.  A non-leaf node carries its *step*, the
+backward work of its op (``rule``, ``params``, the inputs' ``shapes`` and
+``dtypes``, and only the values that backward reads: ``x`` and ``out``).  One
+object holds both: an op output costs one allocation, not two.  Backward
+consumes each reachable step once (drops ``rule`` and the saved values); a
+second backward through a consumed step is refused before anything is consumed
+(DESIGN §4, items 5–7).
 
 The walk is iterative: nodes are numbered when created, so every node's number
 is larger than its parents', and visiting reachable nodes by decreasing number
@@ -40,21 +43,31 @@ class GraphConsumedError(AutodiffError):
 
 
 class Node:
-    """Identity of one tracked tensor.  ``step`` is None for leaves and once consumed."""
+    """Identity of one tracked tensor, and the step of a non-leaf (``rule`` is None for
+    leaves and once consumed).  ``parents[i]`` is input i's node where it takes a gradient
+    (a float tensor with a node), else None: rules test it to skip gradients nobody needs."""
 
-    __slots__ = ("parents", "step", "leaf", "consumed", "order", "op", "shape", "recipe",
-                 "distributed", "__weakref__")
+    __slots__ = ("parents", "leaf", "consumed", "order", "op", "shape", "recipe", "distributed",
+                 "rule", "params", "shapes", "dtypes", "x", "out", "balanced", "__weakref__")
 
-    def __init__(self, parents, step, leaf, op, shape, recipe=None, distributed=None):
+    def __init__(self, op, shape, parents=(), rule=None, params=None, shapes=(), dtypes=(),
+                 x=(), out=None, distributed=None):
+        # (``record`` sets the same slots inline: it runs once per op)
         self.parents = parents
-        self.step = step
-        self.leaf = leaf
+        self.leaf = rule is None
         self.consumed = False
         self.order = next(_counter)
         self.op = op
         self.shape = shape
-        self.recipe = recipe    # BALANCED checkpointing: how to recompute this output
+        self.recipe = None      # BALANCED checkpointing: how to recompute this output
         self.distributed = distributed  # leaves only: ember.distributed's mark, or None
+        self.rule = rule
+        self.params = params
+        self.shapes = shapes    # input shapes (for un-broadcasting)
+        self.dtypes = dtypes
+        self.x = x              # saved inputs (None where not needed)
+        self.out = out          # saved output(s) or None
+        self.balanced = False   # recorded under BALANCED: x and out may hold recipes
 
     def describe(self):
         what = "marked leaf" if self.leaf else f"output of {dispatch.op_name(self.op)}"
@@ -62,23 +75,7 @@ class Node:
 
 
 def leaf(shape, distributed=None):
-    return Node((), None, True, None, shape, distributed=distributed)
-
-
-class Step:
-    """The recorded backward work of one op output."""
-
-    __slots__ = ("rule", "params", "needs", "shapes", "dtypes", "x", "out", "balanced")
-
-    def __init__(self, rule, params, needs, shapes, dtypes, x, out, balanced=False):
-        self.rule = rule
-        self.params = params
-        self.needs = needs      # per input: does it take a gradient?
-        self.shapes = shapes    # input shapes (for un-broadcasting)
-        self.dtypes = dtypes
-        self.x = x              # saved inputs (None where not needed)
-        self.out = out          # saved output(s) or None
-        self.balanced = balanced  # recorded under BALANCED: x and out may hold recipes
+    return Node(None, shape, distributed=distributed)
 
 
 def inner(t):
@@ -145,18 +142,8 @@ def record(op, inputs, params, out):
                 x[k] = save(inputs[k])
     elif balanced and op in checkpoint.MEMORY_BOUND:
         recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
-    step = _new(Step)
-    step.rule = rule
-    step.params = params
-    step.needs = parents    # a node (true) where the input takes a gradient, else None
-    step.shapes = shapes
-    step.dtypes = dtypes
-    step.x = tuple(x)
-    step.out = saved_out
-    step.balanced = balanced
-    node = _new(Node)
+    node = _new(Node)   # Node.__init__, inlined
     node.parents = parents
-    node.step = step
     node.leaf = False
     node.consumed = False
     node.order = next(_counter)
@@ -164,6 +151,13 @@ def record(op, inputs, params, out):
     node.shape = first._buf.shape
     node.recipe = recipe
     node.distributed = None
+    node.rule = rule
+    node.params = params
+    node.shapes = shapes
+    node.dtypes = dtypes
+    node.x = tuple(x)
+    node.out = saved_out
+    node.balanced = balanced
     first._node = node
 
 
@@ -183,7 +177,7 @@ def sum_to(g, shape):
 
 def _collect(root):
     """Every node reachable from ``root``; refuses a consumed one before touching anything."""
-    seen = {id(root)}
+    seen = {root}
     nodes = [root]
     stack = [root]
     while stack:
@@ -195,8 +189,8 @@ def _collect(root):
                 "each graph runs backward once (no retain_graph): add the losses first and call "
                 "backward() once, or run the forward again. Nothing was consumed.")
         for p in n.parents:
-            if p is not None and id(p) not in seen:
-                seen.add(id(p))
+            if p is not None and p not in seen:
+                seen.add(p)
                 nodes.append(p)
                 stack.append(p)
     return nodes
@@ -221,46 +215,45 @@ def backward(root_tensor):
     nodes.sort(key=_order, reverse=True)
     from ember.creation import ones
     seed = ones(root_tensor.shape, dtype=root_tensor.dtype, device=root_tensor.device.base())
-    grads = {id(root): seed}
+    grads = {root: seed}   # (nodes hash by identity)
     out = Gradients()
     # recipes exist only in steps recorded under BALANCED: without one, recomputing and
     # releasing do nothing, and the walk skips them
     recompute = None
     for n in nodes:
-        if n.step is not None and n.step.balanced:
-            recompute = checkpoint.Recompute([n.step for n in nodes if n.step is not None])
+        if n.balanced:
+            recompute = checkpoint.Recompute([n for n in nodes if n.rule is not None])
             break
     sync = backward_hook(nodes, root_tensor) if backward_hook is not None else None
     for n in nodes:
-        g = grads.pop(id(n), None)
+        g = grads.pop(n, None)
         if n.leaf:
             if g is not None:
                 g = out._grads[n] = g.contiguous()
             if sync is not None and n.distributed is not None:
                 sync.ready(n, g)   # every consumer of a leaf has a higher order: g is final
             continue
-        step = n.step
-        n.step = None          # consume: saved tensors and recipes are released with the step
-        n.recipe = None
         n.consumed = True
         if recompute is not None:
-            saved = checkpoint.saved_values(step)
+            saved = checkpoint.saved_values(n)
             if g is not None:
-                recompute.resolve(step)
+                recompute.resolve(n)
         if g is not None:
-            grads_in = step.rule.backward(step, g)
-            for p, gi, shape in zip(n.parents, grads_in, step.shapes):
+            grads_in = n.rule.backward(n, g)
+            for p, gi, shape in zip(n.parents, grads_in, n.shapes):
                 if p is None or gi is None:
                     continue
                 if gi._buf.shape != shape:
                     gi = sum_to(gi, shape)
-                prev = grads.get(id(p))
-                grads[id(p)] = gi if prev is None else prev + gi
+                prev = grads.get(p)
+                grads[p] = gi if prev is None else prev + gi
+            grads_in = gi = prev = None
         if recompute is not None:
             recompute.done(saved)
-        # the step's values die here: forcing a deferred gradient (a leaf's, below) writes
-        # out whatever a local variable still holds
-        step = saved = grads_in = gi = prev = None
+            saved = None
+        # consume: the saved values and recipes die here, before a later node forces a
+        # deferred gradient (fusion writes out whatever is still held)
+        n.rule = n.params = n.x = n.out = n.recipe = None
     if sync is not None:
         sync.finish(out)
     return out

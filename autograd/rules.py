@@ -4,8 +4,9 @@ An entry is ``Rule(deps, backward)``.  ``deps[i]`` lists what the gradient of
 input ``i`` reads: input indices, or ``"out"`` for the op's result; a step
 saves only what the inputs that take a gradient read (Burn saves ``mul``'s
 other operand only when this one is tracked).  Inputs past the end of ``deps`` read nothing.  ``backward(s, g)`` gets the
-step (``s.x`` saved inputs, ``s.out``, ``s.params``, ``s.needs``, ``s.shapes``,
-``s.dtypes``) and the output gradient, and returns one gradient per input,
+node, which carries the step (``s.x`` saved inputs, ``s.out``, ``s.params``, ``s.shapes``,
+``s.dtypes``; ``s.parents[i]`` is None where input i takes no gradient), and the output
+gradient, and returns one gradient per input,
 ``None`` where there is none.  Rules are written with tensor ops on tensors
 without autodiff, so they run on every device, and return gradients in the
 shape of the op's output: the walk sums them back to broadcast inputs.
@@ -64,8 +65,8 @@ def _silu(s, g):
 
 def _pow(s, g):
     a, b = s.x
-    ga = _if(s.needs[0], lambda: (g * b * a.pow(b - 1)).mask_fill(b == 0, 0))
-    gb = _if(s.needs[1], lambda: (g * s.out * a.log()).mask_fill(a == 0, 0))
+    ga = _if(s.parents[0], lambda: (g * b * a.pow(b - 1)).mask_fill(b == 0, 0))
+    gb = _if(s.parents[1], lambda: (g * s.out * a.log()).mask_fill(a == 0, 0))
     return ga, gb
 
 
@@ -74,7 +75,7 @@ def _extremum(larger):
     def backward(s, g):
         a, b = s.x
         share_a = ((a > b) if larger else (a < b)).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
-        return _if(s.needs[0], lambda: g * share_a), _if(s.needs[1], lambda: g * (1 - share_a))
+        return _if(s.parents[0], lambda: g * share_a), _if(s.parents[1], lambda: g * (1 - share_a))
     return backward
 
 
@@ -84,13 +85,13 @@ def _clamp(s, g):
     above = (x > hi) | (below & (lo > hi))   # the upper bound wins when the bounds cross
     below = below & ~above
     return (g.mask_fill(below | above, 0),
-            _if(s.needs[1], lambda: g.mask_fill(~below, 0)),
-            _if(s.needs[2], lambda: g.mask_fill(~above, 0)))
+            _if(s.parents[1], lambda: g.mask_fill(~below, 0)),
+            _if(s.parents[2], lambda: g.mask_fill(~above, 0)))
 
 
 def _where(s, g):
     cond = s.x[0]
-    return None, _if(s.needs[1], lambda: g.mask_fill(~cond, 0)), _if(s.needs[2], lambda: g.mask_fill(cond, 0))
+    return None, _if(s.parents[1], lambda: g.mask_fill(~cond, 0)), _if(s.parents[2], lambda: g.mask_fill(cond, 0))
 
 
 # --- reductions and scans ----------------------------------------------------------------
@@ -180,10 +181,10 @@ def _matmul(s, g):
     if a_vec:
         g = g.unsqueeze(-2)
     ga = gb = None
-    if s.needs[0]:
+    if s.parents[0]:
         ga = g @ (b.unsqueeze(-1) if b_vec else b).transpose()
         ga = ga.squeeze(-2) if a_vec else ga
-    if s.needs[1]:
+    if s.parents[1]:
         gb = (a.unsqueeze(-2) if a_vec else a).transpose() @ g
         gb = gb.squeeze(-1) if b_vec else gb
     return ga, gb
@@ -206,8 +207,8 @@ def _scatter(s, g):
     if s.params["reduce"] == "add":
         gx = g
     else:  # assigned entries take no gradient from the original tensor
-        gx = _if(s.needs[0], lambda: g.scatter(axis, index, 0, reduce="assign"))
-    return gx, None, _if(s.needs[2], lambda: g.gather(axis, index))
+        gx = _if(s.parents[0], lambda: g.scatter(axis, index, 0, reduce="assign"))
+    return gx, None, _if(s.parents[2], lambda: g.gather(axis, index))
 
 
 def _index_select(s, g):
@@ -229,13 +230,13 @@ def _slice(s, g):
 
 def _slice_assign(s, g):
     index = s.params["index"]
-    return _if(s.needs[0], lambda: g.slice_assign(index, 0)), _if(s.needs[1], lambda: g[index])
+    return _if(s.parents[0], lambda: g.slice_assign(index, 0)), _if(s.parents[1], lambda: g[index])
 
 
 def _cat(s, g):
     axis = s.params["axis"]
     pieces = g.split([shape[axis] for shape in s.shapes], axis)
-    return tuple(p if need else None for p, need in zip(pieces, s.needs))
+    return tuple(p if need else None for p, need in zip(pieces, s.parents))
 
 
 OUT = "out"
@@ -269,24 +270,24 @@ RULES = {
     Op.ADD: Rule(((), ()), lambda s, g: (g, g)),
     Op.SUB: Rule(((), ()), lambda s, g: (g, -g)),
     # (the hottest rules: conditional expressions, no closures per call)
-    Op.MUL: Rule(((1,), (0,)), lambda s, g: (g * s.x[1] if s.needs[0] else None,
-                                           g * s.x[0] if s.needs[1] else None)),
-    Op.DIV: Rule(((1,), (0, 1)), lambda s, g: (g / s.x[1] if s.needs[0] else None,
-                                             -g * s.x[0] / (s.x[1] * s.x[1]) if s.needs[1] else None)),
+    Op.MUL: Rule(((1,), (0,)), lambda s, g: (g * s.x[1] if s.parents[0] else None,
+                                           g * s.x[0] if s.parents[1] else None)),
+    Op.DIV: Rule(((1,), (0, 1)), lambda s, g: (g / s.x[1] if s.parents[0] else None,
+                                             -g * s.x[0] / (s.x[1] * s.x[1]) if s.parents[1] else None)),
     Op.FLOORDIV: Rule(((), ()), lambda s, g: (_no_grad(s, g), _no_grad(s, g))),
-    Op.MOD: Rule(((), (0, 1)), lambda s, g: (g, _if(s.needs[1], lambda: -g * (s.x[0] / s.x[1]).floor()))),
+    Op.MOD: Rule(((), (0, 1)), lambda s, g: (g, _if(s.parents[1], lambda: -g * (s.x[0] / s.x[1]).floor()))),
     Op.POW: Rule(((0, 1), (0, 1, OUT)), _pow),
     Op.MAXIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=True)),
     Op.MINIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=False)),
     Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
     # (g, y) -> g * (1 - y*y): d/dg = 1 - y*y, d/dy = -2 g y
     Op.TANH_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
-        dispatch.elementwise(Op.TANH_GRAD, g, s.x[1]) if s.needs[0] else None,
-        g * s.x[0] * s.x[1] * -2 if s.needs[1] else None)),
+        dispatch.elementwise(Op.TANH_GRAD, g, s.x[1]) if s.parents[0] else None,
+        g * s.x[0] * s.x[1] * -2 if s.parents[1] else None)),
     # (g, y) -> g * y * (1 - y): d/dg = y (1 - y), d/dy = g (1 - 2y)
     Op.SIGMOID_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
-        dispatch.elementwise(Op.SIGMOID_GRAD, g, s.x[1]) if s.needs[0] else None,
-        g * s.x[0] * (1 - s.x[1] * 2) if s.needs[1] else None)),
+        dispatch.elementwise(Op.SIGMOID_GRAD, g, s.x[1]) if s.parents[0] else None,
+        g * s.x[0] * (1 - s.x[1] * 2) if s.parents[1] else None)),
     Op.WHERE: Rule(((), (0,), (0,)), _where),
     # reductions and scans
     Op.SUM: Rule(((),), _sum),

@@ -442,17 +442,17 @@ class _AllReduceRule:
     deps = ()
 
     @staticmethod
-    def backward(step, g):
+    def backward(node, g):
         s = _state
         if s is None:
             raise DistributedError("backward through all_reduce: ember.distributed was shut down")
         total = _reduce_host(s, g.numpy(), "sum", "backward of all_reduce")
         gt = dispatch.wrap(_from_host(total, g._device), g._device, g._dtype)
-        op = step.params["op"]
+        op = node.params["op"]
         if op == "mean":
             gt = gt / s.size
         elif op == "max":
-            gt = gt * step.params["share"]
+            gt = gt * node.params["share"]
         return (gt,)
 
 
@@ -506,8 +506,8 @@ def all_reduce(t, op="sum"):
 
 def _record(out, t, params):
     from ember.autograd import graph
-    step = graph.Step(_AllReduceRule, params, [True], [t.shape], [t._dtype], (None,), None)
-    out._node = graph.Node([t._node], step, False, _ALL_REDUCE, out.shape)
+    out._node = graph.Node(_ALL_REDUCE, out.shape, [t._node], _AllReduceRule, params,
+                           [t.shape], [t._dtype], (None,))
 
 
 def broadcast(t, root=0):

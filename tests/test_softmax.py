@@ -231,7 +231,7 @@ def test_one_fused_node_saving_only_its_output(op, kind, device, rng):
     y = getattr(x * 2, op)(1)
     node = y._node
     assert node.op is kind and node.parents[0].op is Op.MUL
-    assert node.step.x == (None,) and node.step.out is not None and node.recipe is None
+    assert node.x == (None,) and node.out is not None and node.recipe is None
 
 
 case, normal = gradcheck.case, gradcheck.normal

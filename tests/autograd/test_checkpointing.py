@@ -75,16 +75,16 @@ def test_tensor_without_autodiff_takes_no_part_in_the_check():
 def test_balanced_keeps_recipes_for_memory_bound_ops_only():
     x = ember.tensor(A, dtype=ember.float64, device=dev(BALANCED)).require_grad()
     e = x.exp()                                       # memory-bound: saves its output -> a recipe
-    assert isinstance(e._node.step.out, Recipe) and e._node.recipe is not None
+    assert isinstance(e._node.out, Recipe) and e._node.recipe is not None
     w = ember.tensor(B, dtype=ember.float64, device=dev(BALANCED)).require_grad()
     m = e @ w                                         # compute-bound: w's gradient reads e -> the recipe
-    assert isinstance(m._node.step.x[0], Recipe) and not isinstance(m._node.step.x[1], Recipe)
+    assert isinstance(m._node.x[0], Recipe) and not isinstance(m._node.x[1], Recipe)
     s = m.sum(dim=1)                                  # compute-bound output: no recipe
     assert s._node.recipe is None
     t = m.tanh()                                      # memory-bound reading a kept (compute-bound) value
-    assert isinstance(t._node.step.out, Recipe) and not isinstance(t._node.recipe.inputs[0], Recipe)
+    assert isinstance(t._node.out, Recipe) and not isinstance(t._node.recipe.inputs[0], Recipe)
     y = ember.tensor(A, dtype=ember.float64, device=dev(NONE)).require_grad().exp()
-    assert not isinstance(y._node.step.out, Recipe) and y._node.recipe is None
+    assert not isinstance(y._node.out, Recipe) and y._node.recipe is None
 
 
 def test_mixed_graph_tracked_and_untracked_inputs():

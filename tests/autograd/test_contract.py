@@ -280,7 +280,7 @@ def _live_counts():
     counts = {}
     for o in gc.get_objects():
         name = type(o).__name__
-        if name in ("Tensor", "Node", "Step", "Recipe", "ndarray", "Gradients"):
+        if name in ("Tensor", "Node", "Recipe", "ndarray", "Gradients"):
             counts[name] = counts.get(name, 0) + 1
     return counts
 
@@ -314,7 +314,7 @@ def test_backward_releases_saved_tensors(leaf):
     w = leaf(np.ones(4))
     h = (w * 2).exp()
     loss = (h * h).sum()
-    saved = loss._node.parents[0].step.x                     # what mul's step keeps
+    saved = loss._node.parents[0].x                     # what mul's step keeps
     refs = [weakref.ref(t) for t in saved if t is not None]
     assert refs
     del saved, h
