@@ -25,6 +25,7 @@ inputs runs as consecutive segments
 that each fit.  A chain's launches (its *program*) are planned once per structure and
 cached: a training step's chains skip planning and kernel lookup after the first step.
 """
+import functools
 import itertools
 import math
 import operator
@@ -32,6 +33,7 @@ import os
 import sys
 
 from .ir import ELEMENTWISE
+from .memory import empty as _cpu_empty
 
 # Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
 MIN_SIZE = 2
@@ -317,20 +319,17 @@ class _Launch:
         self.outputs = outputs
         self.kinds = [k[0] for k in key[0]]
         self.n_ops = len(key[1])
-        self.kernels = {}   # device type -> the backend's compiled kernel
+        self.kernels = {}   # device type -> launch(leaves, kinds, out_nodes, root) -> outputs
 
     def run(self, order, leaves):
         values = [leaves[i] if i >= 0 else order[-1 - i].value for i in self.sources]
         out_nodes = [order[k] for k in self.outputs]
         root = out_nodes[-1]
         device = root.device.type
-        kernel = self.kernels.get(device)
-        if kernel is None:
-            kernel = self.kernels[device] = _kernel(self.key, device)
-        if device != "cuda":
-            outs = _run_cpu(kernel, values, self.kinds, out_nodes, root)
-        else:
-            outs = _run_cuda(kernel, values, self.kinds, out_nodes, root)
+        launch = self.kernels.get(device)
+        if launch is None:
+            launch = self.kernels[device] = _kernel(self.key, device)
+        outs = launch(values, self.kinds, out_nodes, root)
         for node, v in zip(out_nodes, outs):
             node.value = v
             node.args = None   # the inputs are no longer needed by this node
@@ -345,11 +344,12 @@ _PROGRAMS = {}
 
 
 def _kernel(key, device):
+    """A function launching the kernel of chain ``key`` on ``device``'s backend."""
     if device == "cuda":
         from ember.kernels.cuda import fused
-    else:
-        from ember.kernels.cpu import fused
-    return fused.kernel(key)
+        return functools.partial(_run_cuda, fused.kernel(key))
+    from ember.kernels.cpu import fused
+    return functools.partial(_run_cpu, fused.run, fused.kernel(key))
 
 
 def _program(key):
@@ -426,21 +426,10 @@ def _run_alone(node):
     return node.value
 
 
-def _cpu_empty():
-    try:
-        from .memory import empty
-    except ImportError:  # pragma: no cover - before the caching allocator exists
-        import numpy as np
-        return np.empty
-    return empty
-
-
-def _run_cpu(kernel, leaves, kinds, out_nodes, root):
-    from ember.kernels.cpu import fused
-    empty = _cpu_empty()
+def _run_cpu(run, kernel, leaves, kinds, out_nodes, root):
     shape = root.shape
-    outs = [empty(shape, n.dtype.np) for n in out_nodes]
-    fused.run(kernel, leaves, kinds, outs, shape)
+    outs = [_cpu_empty(shape, n.dtype.np) for n in out_nodes]
+    run(kernel, leaves, kinds, outs, shape)
     return outs
 
 
@@ -511,9 +500,8 @@ def _reduce_fused(scalar, t, axes, dtype):
     out_nodes = [order[k] for k in outputs]
     root_dtype = order[last].dtype
     del order
-    empty = _cpu_empty()
-    outs = [empty(shape, n.dtype.np) for n in out_nodes]
-    root_out = empty(shape, root_dtype.np) if root_held else None
+    outs = [_cpu_empty(shape, n.dtype.np) for n in out_nodes]
+    root_out = _cpu_empty(shape, root_dtype.np) if root_held else None
     result = fused_reduce.run(key, scalar, leaves, [k[0] for k in kinds], outs, root_out, shape,
                               root_dtype.np, dtype.np, *where)
     for node, v in zip(out_nodes, outs):
