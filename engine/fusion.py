@@ -119,13 +119,12 @@ class Deferred:
 
 
 def defer(op, inputs, params, device):
-    """``op`` on tensors ``inputs`` as a Deferred node, or computed now when it is small.
+    """``op`` on tensors ``inputs`` as a Deferred node.
 
-    ``params`` are the elementwise op's (``shape``, ``dtype``); everything was checked.
+    ``params`` are the elementwise op's (``shape``, ``dtype``); everything was checked, and
+    the caller (``dispatch.apply``) runs outputs of fewer than ``MIN_SIZE`` elements at once.
     """
     shape = params["shape"]
-    if math.prod(shape) < MIN_SIZE:
-        return device.backend.execute(op, *[t._data for t in inputs], **params)
     args = []
     weight = 1
     seq = next(_SEQ)
