@@ -275,8 +275,10 @@ def apply(op, *inputs, out_dtype=None, **params):
     device = out_device = inputs[0]._device
     tracked = False
     for t in inputs:
-        if t._device is not device:
-            out_device = _join_devices(op, device, out_device, t._device)
+        d = t._device
+        # (a constant: the same place without autodiff leaves the result's device as it is)
+        if d is not device and (d._autodiff or d.type != device.type or d.index != device.index):
+            out_device = _join_devices(op, device, out_device, d)
         if t._node is not None:
             tracked = True
         if t._dtype.quantized:   # quantized storage: engine/quant.py runs the op (DESIGN §5)

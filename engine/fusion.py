@@ -306,9 +306,9 @@ def _force(root):
 
 
 class _Launch:
-    """One kernel of a chain's program: nodes ``first..`` of the chain's order, computed
-    from ``sources`` (the chain's leaf ``i >= 0``, or the value of node ``-1 - i``, computed
-    by an earlier launch), writing the nodes at positions ``outputs`` (of the chain)."""
+    """One kernel of a chain's program, computed from ``sources`` (the chain's leaf ``i >= 0``,
+    or the value of node ``-1 - i``, computed by an earlier launch; None: the chain's leaves),
+    writing the nodes at positions ``outputs`` (of the chain)."""
 
     __slots__ = ("key", "sources", "outputs", "kinds", "n_ops", "kernels")
 
@@ -321,7 +321,11 @@ class _Launch:
         self.kernels = {}   # device type -> launch(leaves, kinds, out_nodes, root) -> outputs
 
     def run(self, order, leaves):
-        values = [leaves[i] if i >= 0 else order[-1 - i].value for i in self.sources]
+        values = self.sources
+        if values is None:   # the whole chain: its leaves as they are
+            values = leaves
+        else:
+            values = [leaves[i] if i >= 0 else order[-1 - i].value for i in values]
         out_nodes = [order[k] for k in self.outputs]
         root = out_nodes[-1]
         device = root.device.type
@@ -361,7 +365,7 @@ def _program(key):
     kinds, entries, outputs = key
     n_arrays = len(outputs) + sum(1 for k in kinds if k[0] == "a")
     if n_arrays <= MAX_ARRAYS and len(kinds) <= MAX_LEAVES:
-        return [_Launch(key, list(range(len(kinds))), list(outputs))]
+        return [_Launch(key, None, list(outputs))]
     n = len(entries)
     held = [False] * n
     for k in outputs:
