@@ -18,12 +18,13 @@ eager kernels do when they store it, so fused and unfused results are identical.
 - ``chain``: one scalar function for the whole chain, called per element by ``cuda_map``
   (CUDA: a grid-stride loop, the chain as a device function).
 - ``flat`` and ``strided`` (CPU): a task of up to ``CHUNK`` elements walks them in blocks
-  of ``BLOCK``; each op is one loop over the block, from L1-resident blocks of its inputs
-  into a scratch row or an output's slice (see ``_blocked`` for why not one expression).
+  of ``BLOCK``; each op is a call of a per-op loop over the block (``loop_<kinds>`` of
+  ``loop_source``, bound to the scalar op and result type), from L1-resident blocks of its
+  inputs into a scratch row or an output's slice (see ``_blocked`` for why).
 
-Scalar ops are called by name; the builders (``kernels/cpu/fused.py``,
-``kernels/cuda/fused.py``) bind those names (and ``CHAIN``, ``cuda``), as they bind ``OP``
-in the fixed templates.
+Scalar ops and per-op loops are called by name; the builders (``kernels/cpu/fused.py``,
+``kernels/cuda/fused.py``) bind those names (and ``TASK``, ``CHAIN``, ``cuda``), as they
+bind ``OP`` in the fixed templates.
 ``load(key)`` writes the module under the kernel cache directory (named by a hash of the
 key) and imports it, so the source can be read and Numba's disk cache, which needs a real
 file and stable names, works across processes.
@@ -37,7 +38,7 @@ import threading
 from .cache import generated_dir
 
 CHUNK = 1 << 14   # elements per task, as the fixed elementwise templates
-BLOCK = 512       # elements per op loop on the CPU: a few blocks of them stay in L1
+BLOCK = 1024      # elements per op loop on the CPU: a few blocks of them stay in L1
 
 # source name of the numpy type each Ember dtype converts to
 TYPES = {"float32": "float32", "float64": "float64", "int8": "int8", "int16": "int16",
@@ -95,6 +96,11 @@ def _slots(key):
     """Where each node's block of values lives: an output's slice (``y<k>``) or a scratch row
     (``t_<dtype>_<r>``), rows reused once their node's last reader has run.
 
+    Never in place: a node's row is chosen before its arguments' rows are freed.  Each op is
+    a call (``_blocked``), and LLVM vectorises a loop whose output may overlap an input only
+    behind a runtime overlap check, which a call writing over its own input fails (measured:
+    ``tanh_f32`` over 512 values in place 16x slower).
+
     Returns ({node: name}, {dtype: rows needed}).
     """
     _, nodes, outputs = key
@@ -105,10 +111,6 @@ def _slots(key):
                 last[-1 - i] = k
     names, free, rows = {}, {}, {}
     for k, (_, dtype, args) in enumerate(nodes):
-        for i in set(args):   # arguments read for the last time free their row first: the op
-            a = -1 - i         # may then write in place, which is safe elementwise
-            if i < 0 and last.get(a) == k and a not in outputs:
-                free.setdefault(nodes[a][1], []).append(names[a])
         if k in outputs:
             names[k] = f"y{outputs.index(k)}"
         elif free.get(dtype):
@@ -117,16 +119,40 @@ def _slots(key):
             r = rows.get(dtype, 0)
             rows[dtype] = r + 1
             names[k] = f"t_{dtype}_{r}"
+        for i in set(args):   # arguments read for the last time free their rows
+            a = -1 - i
+            if i < 0 and last.get(a) == k and a not in outputs:
+                free.setdefault(nodes[a][1], []).append(names[a])
     return names, rows
 
 
-def _blocked(key, indent):
-    """The ops of the chain, one loop each over a block of ``L`` values.
+def _kinds(leaves, args):
+    """Per argument of a node: ``a`` for a block of values, ``s`` for a one-value input."""
+    return "".join("a" if i < 0 else leaves[i][0] for i in args)
 
-    Each loop reads at most three arrays and writes one, so LLVM vectorises it as it does
-    the eager kernels, while the block stays in L1: one expression for the whole chain is
-    latency-bound when it holds several transcendental ops (measured: two chained exp_f32
-    in one loop took 2.6x one, not 2x).
+
+def loop_name(fn, dtype, kinds):
+    """The per-op loop of scalar op ``fn`` with result ``dtype`` over arguments ``kinds``."""
+    return f"loop_{kinds}__{fn}__{dtype}"
+
+
+def loops(key):
+    """(name, scalar op, result dtype, argument kinds) of each per-op loop the chain calls."""
+    leaves, nodes, _ = key
+    found = {(fn, dtype, _kinds(leaves, args)) for fn, dtype, args in nodes}
+    return sorted((loop_name(*f), *f) for f in found)
+
+
+def _blocked(key, indent):
+    """The ops of the chain, one call each to a per-op loop over a block of ``L`` values.
+
+    Each loop (``loop_source``) reads at most three arrays and writes one, so LLVM vectorises
+    it as it does the eager kernels, while the block stays in L1: one expression for the
+    whole chain is latency-bound when it holds several transcendental ops (measured: two
+    chained exp_f32 in one loop took 2.6x one, not 2x).  The loops are functions of their
+    own, shared by every chain and cached on disk: written inline, a chain of 128 ops took
+    24 s to compile (Numba's SSA repair after inlining the scalar ops grows with ops x ops),
+    and with calls about 1 s.
     """
     leaves, nodes, _ = key
     names, _ = _slots(key)
@@ -134,13 +160,39 @@ def _blocked(key, indent):
 
     def value(i):
         if i < 0:
-            return f"{names[-1 - i]}[j]"
-        return f"x{i}[j]" if leaves[i][0] == "a" else f"c{i}"
-    lines = []
-    for k, (fn, dtype, args) in enumerate(nodes):
-        lines += [f"{pad}for j in range(L):",
-                  f"{pad}    {names[k]}[j] = {TYPES[dtype]}({fn}({', '.join(value(i) for i in args)}))"]
-    return lines
+            return names[-1 - i]
+        return f"x{i}" if leaves[i][0] == "a" else f"c{i}"
+    return [f"{pad}{loop_name(fn, dtype, _kinds(leaves, args))}"
+            f"({names[k]}, {', '.join(value(i) for i in args)}, L)"
+            for k, (fn, dtype, args) in enumerate(nodes)]
+
+
+def loop_source(kinds):
+    """The text of the per-op loop template for arguments ``kinds`` (``a``: a block, read
+    element by element; ``s``: one value); the builder binds ``OP`` and ``OUT`` (the result
+    type, converted to as the eager kernels' stores do)."""
+    params = ", ".join(f"v{i}" for i in range(len(kinds)))
+    values = ", ".join(f"v{i}[j]" if kind == "a" else f"v{i}" for i, kind in enumerate(kinds))
+    return "\n".join([
+        '"""A per-op loop of fused chains, generated by ember.kernels.fused (do not edit)."""',
+        "", "",
+        f"def loop_{kinds}(dst, {params}, L):",
+        "    for j in range(L):",
+        f"        dst[j] = OUT(OP({values}))",
+        ""])
+
+
+def loop_module(kinds):
+    """The generated module holding ``loop_<kinds>``, written once and imported."""
+    modname = "ember_loop_" + kinds
+    mod = _MODULES.get(modname)
+    if mod is not None:
+        return mod
+    with _LOCK:
+        mod = _MODULES.get(modname)
+        if mod is None:
+            mod = _MODULES[modname] = import_generated(modname, loop_source(kinds))
+    return mod
 
 
 def _scratch(key, indent):
@@ -318,7 +370,8 @@ def source(key):
               "",
               f"CHUNK = {CHUNK}",
               f"BLOCK = {BLOCK}",
-              "# the builders bind the scalar ops, TASK (a loop's task), CHAIN (the chain) and `cuda`"]
+              "# the builders bind the scalar ops (CUDA), the per-op loops (CPU), TASK (a loop's task),",
+              "# CHAIN (the chain) and `cuda`"]
     parts = [header, _chain(key), _flat(key), _strided(key), _cuda_map(key)]
     return "\n\n\n".join("\n".join(p) for p in parts) + "\n"
 

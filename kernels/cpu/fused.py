@@ -1,13 +1,16 @@
 """Fused elementwise chains on the CPU: build and launch the generated loops.
 
-``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the scalar
-ops they call (the very compiled functions of ``builder.scalar_op``, inlined at Numba
-level so the loops vectorise), each compiled lazily as serial and parallel and cached on
+``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the per-op
+loops they call (``loop_kernel``: one per scalar op, result dtype and argument kinds, with
+the very compiled scalar function of ``builder.scalar_op`` inlined at Numba level so it
+vectorises, shared by all chains), each compiled lazily as serial and parallel and cached on
 disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  ``run`` picks
 the loop: ``flat`` when every array input is contiguous with the output's shape (one-value
 inputs are scalars), else ``strided`` over merged dims (broadcasting as stride 0, views,
 negative strides).
 """
+import functools
+
 import numba
 import numpy as np
 
@@ -15,6 +18,22 @@ from .. import fused
 from ..rebind import specialize
 from .builder import JIT_OPTIONS, _jit, scalar_op
 from .launch import PARALLEL_MIN, merge_dims, operand
+
+
+@functools.cache
+def loop_kernel(fn, dtype, kinds):
+    """The per-op loop of scalar op ``fn`` with result ``dtype`` over arguments ``kinds``
+    (``kernels/fused.py`` ``loop_source``): serial, cached on disk, shared by every chain; the
+    scalar op inlined into it as in the fixed templates."""
+    template = getattr(fused.loop_module(kinds), "loop_" + kinds)
+    loop = specialize(template, fused.loop_name(fn, dtype, kinds), OP=scalar_op(fn),
+                      OUT=getattr(np, fused.TYPES[dtype]))
+    return _jit(loop, parallel=False)
+
+
+def loop_kernels(key):
+    """{name: per-op loop} for every op of chain ``key``: what its generated loops call."""
+    return {name: loop_kernel(fn, dtype, kinds) for name, fn, dtype, kinds in fused.loops(key)}
 
 
 class FusedKernel:
@@ -25,9 +44,8 @@ class FusedKernel:
     def __init__(self, key):
         mod = fused.load(key)
         self.name = fused.name(key)
-        # the loops call the scalar ops themselves (one loop per op and block, see
-        # kernels/fused.py), inlined as in the fixed templates
-        calls = {fn: scalar_op(fn) for fn in fused.scalar_ops(key)}
+        # the loops call one per-op loop per op and block (see kernels/fused.py)
+        calls = loop_kernels(key)
         self._fns = {}
         for loop in ("flat", "strided"):
             # the work of one task, compiled once and called by the serial and the parallel

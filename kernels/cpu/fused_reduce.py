@@ -30,6 +30,7 @@ from numba import prange
 
 from .. import fused
 from ..rebind import specialize
+from . import fused as cpu_fused
 from . import reduce as _reduce
 from .builder import JIT_OPTIONS, _jit, scalar_op
 from .launch import merge_dims, operand
@@ -222,7 +223,7 @@ def source(key, op, root_written):
               f"from numpy import empty, {types}  # noqa: F401",
               "",
               f"BLOCK = {BLOCK}",
-              "# the builder binds the scalar ops"]
+              "# the builder binds the per-op loops"]
     parts = [header, _scratch_fn(key), _fill(key, root_written)]
     return "\n\n\n".join("\n".join(p) for p in parts) + "\n"
 
@@ -252,7 +253,7 @@ class FusedReduceKernel:
 
     def __init__(self, key, op, root_written):
         mod, modname = _load(key, op, root_written)
-        calls = {fn: scalar_op(fn) for fn in fused.scalar_ops(key)}
+        calls = cpu_fused.loop_kernels(key)
         fill = numba.njit(**JIT_OPTIONS)(specialize(mod.fill, f"{modname}__fill", **calls))
         scratch = numba.njit(**JIT_OPTIONS)(specialize(mod.scratch, f"{modname}__scratch"))
         bind = dict(FILL=fill, SCRATCH=scratch, OP=scalar_op(op))
