@@ -37,8 +37,8 @@ from .memory import empty as _cpu_empty
 
 # Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
 MIN_SIZE = 2
-# ops per kernel: compile time grows with them (~0.13 s per op); 128 holds a BALANCED
-# backward that recomputes a 40-op chain and differentiates it in one kernel
+# ops per kernel: compile time grows with them (a 128-op CPU kernel: ~4 s cold); 128 holds a
+# BALANCED backward that recomputes a 40-op chain and differentiates it in one kernel
 MAX_NODES = 128
 # array inputs + outputs, and inputs, of one kernel.  CUDA: the kernel's parameters (4 kB)
 # and the chain, one device function call (CPython passes more than 30 arguments as *args,

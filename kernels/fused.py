@@ -185,14 +185,7 @@ def loop_source(kinds):
 def loop_module(kinds):
     """The generated module holding ``loop_<kinds>``, written once and imported."""
     modname = "ember_loop_" + kinds
-    mod = _MODULES.get(modname)
-    if mod is not None:
-        return mod
-    with _LOCK:
-        mod = _MODULES.get(modname)
-        if mod is None:
-            mod = _MODULES[modname] = import_generated(modname, loop_source(kinds))
-    return mod
+    return generated_module(modname, modname, lambda: loop_source(kinds))
 
 
 def _scratch(key, indent):
@@ -378,16 +371,19 @@ def source(key):
 
 def load(key):
     """The generated module of ``key``, written once under the kernel cache and imported."""
-    mod = _MODULES.get(key)
+    return generated_module(key, name(key), lambda: source(key))
+
+
+def generated_module(cache_key, modname, text):
+    """Module ``modname`` of source ``text()`` (called only to create it), written under the
+    kernel cache and imported once per process and ``cache_key``, also when threads ask at once."""
+    mod = _MODULES.get(cache_key)
     if mod is not None:
         return mod
     with _LOCK:   # threads forcing the same new chain: one writes and imports it, once
-        mod = _MODULES.get(key)
-        return mod if mod is not None else _load(key)
-
-
-def _load(key):
-    mod = _MODULES[key] = import_generated(name(key), source(key))
+        mod = _MODULES.get(cache_key)
+        if mod is None:
+            mod = _MODULES[cache_key] = import_generated(modname, text())
     return mod
 
 

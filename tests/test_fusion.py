@@ -120,10 +120,35 @@ def test_generated_kernel_source_is_a_readable_module(rng):
     a = ember.from_numpy(randn(rng, 100))
     (a * 2 + 1).sigmoid().numpy()
     from ember.kernels import fused
-    mod = next(m for k, m in fused._MODULES.items() if any(e[0].startswith("sigmoid") for e in k[1]))
+    mod = next(m for k, m in fused._MODULES.items()
+               if isinstance(k, tuple) and any(e[0].startswith("sigmoid") for e in k[1]))
     text = open(mod.__file__).read()
     assert "def chain(" in text and "def flat(" in text and "def cuda_map(" in text
     assert "sigmoid" in text and "exec(" not in text
+
+
+def test_each_op_calls_a_per_op_loop_shared_by_chains_and_never_writes_in_place():
+    # the CPU task is a sequence of calls to per-op loops (one per scalar op, result dtype and
+    # argument kinds, compiled once for every chain); a call that writes over its own input
+    # runs LLVM's scalar fallback, so no node's row is the row of one of its arguments
+    from ember.kernels import fused
+    from ember.kernels.cpu import fused as cpu_fused
+    leaves = (("a", None), ("s", "float32"), ("a", None))
+    long_chain = (leaves, (("mul", "float32", (0, 1)), ("tanh_f32", "float32", (-1,)),
+                           ("exp_f32", "float32", (-2,)), ("mul", "float32", (-3, 1)),
+                           ("add", "float32", (-4, 2))), (4,))
+    other_chain = (leaves, (("mul", "float32", (0, 1)), ("add", "float32", (-1, 2))), (1,))
+    names, _ = fused._slots(long_chain)
+    for k, (_, _, args) in enumerate(long_chain[1]):
+        assert all(names[k] != names[-1 - i] for i in args if i < 0), (k, names)
+    text = "\n".join(fused._blocked(long_chain, 0))
+    assert "tanh_f32(" not in text and "loop_a__tanh_f32__float32(" in text
+    assert "loop_as__mul__float32(" in text and "loop_aa__add__float32(" in text
+    a = cpu_fused.loop_kernels(long_chain)
+    b = cpu_fused.loop_kernels(other_chain)
+    shared = set(a) & set(b)
+    assert shared == {"loop_as__mul__float32", "loop_aa__add__float32"}
+    assert all(a[n] is b[n] for n in shared)
 
 
 # --- results equal, across dtypes and layouts ---------------------------------------------------

@@ -22,7 +22,6 @@ templates below, named by the key's hash: cached on disk like every kernel.
 """
 import hashlib
 import math
-import threading
 
 import numba
 import numpy as np
@@ -228,22 +227,9 @@ def source(key, op, root_written):
     return "\n\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
-_MODULES = {}
-_LOCK = threading.Lock()
-
-
 def _load(key, op, root_written):
     modname = name((key, root_written), op)
-    mod = _MODULES.get(modname)
-    if mod is not None:
-        return mod, modname
-    with _LOCK:
-        mod = _MODULES.get(modname)
-        if mod is not None:
-            return mod, modname
-        mod = fused.import_generated(modname, source(key, op, root_written))
-        _MODULES[modname] = mod
-    return mod, modname
+    return fused.generated_module(modname, modname, lambda: source(key, op, root_written)), modname
 
 
 class FusedReduceKernel:
