@@ -95,17 +95,31 @@ def run(k, leaves, kinds, outs, shape):
     else:
         k.get("flat", parallel)(n, *args, *flat_outs)
         return
-    ops = []
-    for x, kind in zip(leaves, kinds):
-        if kind == "a":
-            ops.append(operand(x if x.shape == shape else np.broadcast_to(x, shape)))
-    merged, strides = merge_dims(shape, [o[2] for o in ops] + [operand(outs[0])[2]])
+    merged, per_leaf = strided_leaves(leaves, kinds, shape, operand(outs[0])[2])
     args = []
+    for v, kind in zip(per_leaf, kinds):
+        if kind == "s":
+            args.append(v)
+        else:
+            args += v
+    k.get("strided", parallel)(merged, *args, *flat_outs)
+
+
+def strided_leaves(leaves, kinds, shape, out_strides):
+    """The leaves of a chain over ``shape`` as the strided loops read them: the merged dims
+    (an int64 array) and, per leaf, its (1-D buffer, element offset, int64 strides) for an
+    array input (kind ``"a"``: views, negative strides, broadcasting as stride 0) or its value
+    for a one-value input (``"s"``).  ``out_strides``, the output's element strides, take
+    part in merging dims."""
+    ops = [operand(x if x.shape == shape else np.broadcast_to(x, shape))
+           for x, kind in zip(leaves, kinds) if kind == "a"]
+    merged, strides = merge_dims(shape, [o[2] for o in ops] + [out_strides])
     it = iter(zip(ops, strides))
+    per_leaf = []
     for x, kind in zip(leaves, kinds):
         if kind == "s":
-            args.append(x.item(0))
+            per_leaf.append(x.item(0))
         else:
             (buf, off, _), st = next(it)
-            args += (buf, off, np.array(st, np.int64))
-    k.get("strided", parallel)(np.array(merged, np.int64), *args, *flat_outs)
+            per_leaf.append((buf, off, np.array(st, np.int64)))
+    return np.array(merged, np.int64), per_leaf

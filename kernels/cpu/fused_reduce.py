@@ -32,7 +32,6 @@ from ..rebind import specialize
 from . import fused as cpu_fused
 from . import reduce as _reduce
 from .builder import JIT_OPTIONS, _jit, scalar_op
-from .launch import merge_dims, operand
 
 # elements evaluated per FILL call in the one-accumulator path (short lanes)
 SEG = 4096
@@ -302,25 +301,14 @@ def run(key, op, leaves, kinds, outs, root_out, shape, root_dtype, out_dtype, ou
     skip = 0
     written = outs if root_out is None else [*outs, root_out]
     flat_outs = tuple(o.reshape(-1) for o in written)
-    ops = []
-    for x, kind in zip(leaves, kinds):
-        if kind == "a":
-            ops.append(operand(x if x.shape == shape else np.broadcast_to(x, shape)))
     c_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]   # the root's, C order
-    merged, strides = merge_dims(shape, [o[2] for o in ops] + [c_strides])
-    ins, offs, strs, ks = [], [], [], []
-    it = iter(zip(ops, strides))
-    for x, kind in zip(leaves, kinds):
-        if kind == "s":
-            ks.append(x.item(0))
-        else:
-            (buf, off, _), st = next(it)
-            ins.append(buf)
-            offs.append(off)
-            strs.append(np.array(st, np.int64))
+    merged, per_leaf = cpu_fused.strided_leaves(leaves, kinds, shape, c_strides)
+    arrays = [v for v, kind in zip(per_leaf, kinds) if kind == "a"]
+    ins, offs, strs = zip(*arrays) if arrays else ((), (), ())
+    ks = tuple(v for v, kind in zip(per_leaf, kinds) if kind == "s")
     out = np.empty(outer, init.dtype)
     part = np.empty(outer * nsplit if nsplit > 1 else 0, winit.dtype)
     k = kernel(key, op, root_out is not None).get(parallel)
     k(skip, part, out, init, winit, outer, n - skip, ob, nsplit, rows, pack, flush,
-      np.array(merged, np.int64), tuple(ins), tuple(offs), tuple(strs), tuple(ks), flat_outs)
+      merged, ins, offs, strs, ks, flat_outs)
     return out
