@@ -341,6 +341,13 @@ class _Launch:
         _STATS["outputs"] += len(out_nodes)
 
 
+def _fits(kinds, n_written):
+    """Whether one kernel takes a chain reading leaves of ``kinds`` and writing ``n_written``
+    values: ``MAX_ARRAYS`` array inputs and outputs, ``MAX_LEAVES`` inputs."""
+    return (n_written + sum(1 for k in kinds if k[0] == "a") <= MAX_ARRAYS
+            and len(kinds) <= MAX_LEAVES)
+
+
 # chain key -> its launches (a list of _Launch): a chain seen before (a training step's)
 # skips planning its segments and looking its kernels up
 _PROGRAMS = {}
@@ -363,8 +370,7 @@ def _program(key):
     the values it writes: nodes held outside the chain and nodes later segments read.
     """
     kinds, entries, outputs = key
-    n_arrays = len(outputs) + sum(1 for k in kinds if k[0] == "a")
-    if n_arrays <= MAX_ARRAYS and len(kinds) <= MAX_LEAVES:
+    if _fits(kinds, len(outputs)):
         return [_Launch(key, None, list(outputs))]
     n = len(entries)
     held = [False] * n
@@ -496,8 +502,7 @@ def _reduce_fused(scalar, t, axes, dtype):
     # the root is held by ``t`` (one reference): written only when held elsewhere too
     root_held = counts[last] > _BASE + 1
     outputs = [k for k, c in enumerate(counts) if k < last and c > _BASE + uses.get(k, 0)]
-    n_arrays = len(outputs) + root_held + sum(1 for k in kinds if k[0] == "a")
-    if n_arrays > MAX_ARRAYS or len(leaves) > MAX_LEAVES:
+    if not _fits(kinds, len(outputs) + root_held):
         return None
     key = (tuple(kinds), tuple(entries), (*outputs, last))
     out_nodes = [order[k] for k in outputs]
