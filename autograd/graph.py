@@ -133,9 +133,9 @@ def record(op, inputs, params, out):
         shapes = tuple(t._buf.shape for t in inputs)
         dtypes = tuple(t._dtype for t in inputs)
         mask = sum(1 << i for i, p in enumerate(parents) if p is not None)
-    keep = _KEEP.get((rule, mask))
+    keep = _KEEP.get((op, mask))   # (an Op hashes in C, the Rule named tuple does not)
     if keep is None:
-        keep = _KEEP[rule, mask] = _keeps(rule.deps, mask)
+        keep = _KEEP[op, mask] = _keeps(rule.deps, mask)
     first = out[0] if type(out) is tuple else out
     balanced = first._device.checkpointing is BALANCED
     recipe = None
@@ -178,7 +178,7 @@ def record(op, inputs, params, out):
     first._node = node
 
 
-# (rule, bit mask of the inputs that take a gradient) -> what the step saves: input indices
+# (op, bit mask of the inputs that take a gradient) -> what the step saves: input indices
 # and OUT, each once
 _KEEP = {}
 

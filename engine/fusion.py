@@ -54,7 +54,10 @@ FUSABLE = ELEMENTWISE
 
 _SEQ = itertools.count()
 _by_seq = operator.attrgetter("seq")
-_STATS = {"deferred": 0, "kernels": 0, "fused_ops": 0, "outputs": 0, "eager": 0}
+_STATS = {"kernels": 0, "fused_ops": 0, "outputs": 0, "eager": 0}
+# ops deferred = creation numbers taken since the last reset, less those stats() took itself
+# (no counter to bump per op)
+_seq_base = next(_SEQ)
 
 
 def set_enabled(flag):
@@ -78,10 +81,14 @@ def stats(reset=False):
     the ``fused_ops`` they computed and the ``outputs`` they wrote; deferred ops that had
     nothing to fuse with and ran ``eager``.  A reduction that computes its input chain
     counts as a kernel; its root is an output only when something else holds it."""
-    out = dict(_STATS)
+    global _seq_base
+    now = next(_SEQ)   # (numbers only need to grow: this one is skipped)
+    out = {"deferred": now - _seq_base, **_STATS}
+    _seq_base += 1
     if reset:
         for k in _STATS:
             _STATS[k] = 0
+        _seq_base = now + 1
     return out
 
 
@@ -118,13 +125,12 @@ class Deferred:
         return f"Deferred({self.op.name}, shape={self.shape}, dtype={self.dtype.name}, {state})"
 
 
-def defer(op, inputs, params, device):
-    """``op`` on tensors ``inputs`` as a Deferred node.
+def defer(op, inputs, shape, dtype, device):
+    """``op`` on tensors ``inputs`` as a Deferred node of ``shape`` and ``dtype``.
 
-    ``params`` are the elementwise op's (``shape``, ``dtype``); everything was checked, and
-    the caller (``dispatch.apply``) runs outputs of fewer than ``MIN_SIZE`` elements at once.
+    Everything was checked, and the caller (``dispatch.apply_elementwise``) runs outputs of
+    fewer than ``MIN_SIZE`` elements at once.
     """
-    shape = params["shape"]
     args = []
     weight = 1
     seq = next(_SEQ)
@@ -162,14 +168,13 @@ def defer(op, inputs, params, device):
     node.op = op
     node.args = tuple(args)
     node.shape = shape
-    node.dtype = params["dtype"]
+    node.dtype = dtype
     node.device = device
     node.value = None
     node.weight = weight
     node.exact = exact and pending < 2
     node.seq = seq
     node.low = low
-    _STATS["deferred"] += 1
     return node
 
 
@@ -191,14 +196,21 @@ def _size(args):
 _VARIANTS = {}
 
 
-def _scalar_fn(op, dtype):
-    """The scalar function the eager kernel of ``op`` with result ``dtype`` would use."""
-    key = (op, dtype.name)   # a string hashes faster than the DType
+def _scalar_fn(op, dtype_name):
+    """The scalar function the eager kernel of ``op`` with a result of dtype ``dtype_name``
+    would use."""
+    key = (op, dtype_name)
     fn = _VARIANTS.get(key)
     if fn is None:
+        import numpy as np
         from ember.kernels.rebind import variant
-        fn = _VARIANTS[key] = variant(op.scalar, dtype.np)
+        fn = _VARIANTS[key] = variant(op.scalar, np.dtype(dtype_name))
     return fn
+
+
+def _kernel_entries(entries):
+    """A chain's key entries as the kernels take them: each op as its scalar function."""
+    return tuple((_scalar_fn(op, name), name, refs) for op, name, refs in entries)
 
 
 _TYPE_NAMES = {}
@@ -214,12 +226,15 @@ def _type_name(np_dtype):
 
 def _plan(root):
     """The chain below ``root``: (nodes in topological order, root last; leaves; leaf
-    kinds; key entries of the nodes; {position: uses inside the chain}).
+    kinds; key entries of the nodes: (op, dtype name, refs); uses of each node inside the
+    chain, by position).
 
     Nodes are numbered when created, after their arguments, so sorting by number is a
     topological order.  An input array used several times is one leaf
     (``dispatch.constant`` shares equal constants: a loop's repeated constants are one
-    argument).
+    argument).  Runs at every force: the entries name the op (which hashes in C) and the
+    uses are a list, not a dict (the autodiff tanh chain's planning 47 -> 39 us per 120
+    nodes); ``_kernel_entries`` turns ops into scalar functions once per program.
     """
     # (nodes hash by identity: they are dict keys themselves; arrays are not hashable)
     order = [root]
@@ -238,7 +253,7 @@ def _plan(root):
     kinds = []
     where = {}
     entries = []
-    uses = {}
+    uses = [0] * len(order)
     for n in order:
         refs = []
         for a in n.args:
@@ -247,7 +262,7 @@ def _plan(root):
                 if v is None:
                     k = pos[a]
                     refs.append(-1 - k)
-                    uses[k] = uses.get(k, 0) + 1
+                    uses[k] += 1
                     continue
                 a = v
             i = where.get(id(a))
@@ -259,11 +274,7 @@ def _plan(root):
                 one = a.size == 1 or not any(a.strides)
                 kinds.append(("s", _type_name(a.dtype)) if one else ("a", None))
             refs.append(i)
-        name = n.dtype.name
-        fn = _VARIANTS.get((n.op, name))
-        if fn is None:
-            fn = _scalar_fn(n.op, n.dtype)
-        entries.append((fn, name, tuple(refs)))
+        entries.append((n.op, n.dtype.name, tuple(refs)))
     return order, leaves, kinds, entries, uses
 
 
@@ -281,7 +292,7 @@ def _outputs(order, uses):
     the chain (by a tensor, a saved autodiff value, another deferred op)."""
     counts = _refcounts(order)
     last = len(order) - 1
-    return [k for k, c in enumerate(counts) if k == last or c > _BASE + uses.get(k, 0)]
+    return [k for k, c in enumerate(counts) if k == last or c > _BASE + uses[k]]
 
 
 def _pending(args):
@@ -371,7 +382,7 @@ def _program(key):
     """
     kinds, entries, outputs = key
     if _fits(kinds, len(outputs)):
-        return [_Launch(key, None, list(outputs))]
+        return [_Launch((kinds, _kernel_entries(entries), outputs), None, list(outputs))]
     n = len(entries)
     held = [False] * n
     for k in outputs:
@@ -421,7 +432,7 @@ def _program(key):
             seg_entries.append((fn, dtype, tuple(
                 local[i] if i >= 0 or -1 - i < start else i + start for i in refs)))
         seg_outputs = [k for k in range(start, end + 1) if held[k] or last_use[k] > end]
-        seg_key = (seg_kinds, tuple(seg_entries), tuple(k - start for k in seg_outputs))
+        seg_key = (seg_kinds, _kernel_entries(seg_entries), tuple(k - start for k in seg_outputs))
         program.append(_Launch(seg_key, sources, seg_outputs))
         start = end + 1
     return program
@@ -501,10 +512,10 @@ def _reduce_fused(scalar, t, axes, dtype):
     last = len(order) - 1
     # the root is held by ``t`` (one reference): written only when held elsewhere too
     root_held = counts[last] > _BASE + 1
-    outputs = [k for k, c in enumerate(counts) if k < last and c > _BASE + uses.get(k, 0)]
+    outputs = [k for k, c in enumerate(counts) if k < last and c > _BASE + uses[k]]
     if not _fits(kinds, len(outputs) + root_held):
         return None
-    key = (tuple(kinds), tuple(entries), (*outputs, last))
+    key = (tuple(kinds), _kernel_entries(entries), (*outputs, last))
     out_nodes = [order[k] for k in outputs]
     root_dtype = order[last].dtype
     del order
