@@ -50,7 +50,7 @@ def fold_chain_task(t, skip, part, out, init, winit, outer, n, ob, nsplit, csize
                     shape, ins, offs, strs, ks, outs):
     # One task of reduce.fold with inner == 1 (tw = m = 1, one tile): rows b*ob.. of chunk
     # c.  Position r of row o is element skip + o * n + r of the root, evaluated by FILL.
-    buf, ws = SCRATCH(max(ROWS * k, SEG), ins)
+    buf, ws = SCRATCH(max(ROWS * k, SEG), ins)   # (see seg below)
     b = t // nsplit
     c = t - b * nsplit
     lo = min(n, c * csize)
@@ -75,31 +75,45 @@ def fold_chain_task(t, skip, part, out, init, winit, outer, n, ob, nsplit, csize
         return
     acc = np.full(w, init)
     wide = np.full(w, winit)
+    # blocks evaluated per FILL: about SEG elements (lanes can be few), whole groups of ROWS
+    seg = max(ROWS, SEG // k // ROWS * ROWS)
     for o in range(b * ob, min(outer, b * ob + ob)):
         for j in range(w):
             wide[j] = winit
         start = skip + o * n + lo
         q = 0
+        filled = 0   # blocks [base, filled) are in buf
+        base = 0
         while q < nblocks:
             qe = min(nblocks, q + flush)
             for j in range(w):
                 acc[j] = init
-            while rows == ROWS and q + ROWS <= qe:
-                FILL(buf, start, ROWS * k, shape, ins, offs, strs, ks, ws, outs)
-                b0 = buf[0:w]
-                b1 = buf[k:k + w]
-                b2 = buf[2 * k:2 * k + w]
-                b3 = buf[3 * k:3 * k + w]
-                for j in range(w):
-                    acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
-                start += ROWS * k
-                q += ROWS
             while q < qe:
-                FILL(buf, start, k, shape, ins, offs, strs, ks, ws, outs)
-                for j in range(w):
-                    acc[j] = OP(acc[j], buf[j])
-                start += k
-                q += 1
+                if q == filled:
+                    nb = min(nblocks - q, seg)
+                    FILL(buf, start, nb * k, shape, ins, offs, strs, ks, ws, outs)
+                    start += nb * k
+                    base = q
+                    filled = q + nb
+                # fold's order: groups of ROWS blocks from the flush group's start, then the
+                # last few blocks one by one.  Flush groups and FILLs start on a group (FLUSH
+                # and seg are multiples of ROWS), so a group never straddles two FILLs.
+                e = min(qe, filled)
+                while rows == ROWS and q + ROWS <= e:
+                    i = (q - base) * k
+                    b0 = buf[i:i + w]
+                    b1 = buf[i + k:i + k + w]
+                    b2 = buf[i + 2 * k:i + 2 * k + w]
+                    b3 = buf[i + 3 * k:i + 3 * k + w]
+                    for j in range(w):
+                        acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
+                    q += ROWS
+                while q < e:
+                    i = (q - base) * k
+                    blk = buf[i:i + w]
+                    for j in range(w):
+                        acc[j] = OP(acc[j], blk[j])
+                    q += 1
             for j in range(w):
                 wide[j] = OP(wide[j], acc[j])
         ntail = hi - lo - nblocks * k   # fewer than k

@@ -22,8 +22,9 @@ width, so results are reproducible.
 
 - ``inner`` narrow (1 included): ``k`` consecutive rows side by side,
   ``w = k * inner`` (about ``PACK_ROWS``, ``PACK_STREAM`` for inputs that come
-  from memory, or ``PACK`` with one block per pass); the ``k`` groups are
-  folded together, halving, at the end;
+  from memory, or ``PACK`` with one block per pass; ``ROW_LANE_BYTES`` of input
+  for a parallel fold of many contiguous rows); the ``k`` groups are folded
+  together, halving, at the end;
 - ``inner`` wide: one tile of up to ``TILE`` columns, rows one after another;
 - fewer than ``LANES_MIN`` lanes (short rows, few of them): one plain
   accumulator per column.
@@ -59,6 +60,7 @@ ROWS = 4               # blocks of rows added per pass over the accumulators
 PACK_ROWS = 2048       # accumulators per task when inner is narrow, ROWS blocks per pass
 PACK_STREAM = 16384    # the same for inputs larger than the last-level cache (STREAM_MIN)
 STREAM_MIN = 32 << 20  # bytes: from this size on, a fold streams its input from memory
+ROW_LANE_BYTES = 128   # a parallel fold of many contiguous rows: lanes over this many bytes of input
 FLUSH = 32             # blocks a float32 sum's lanes take before going into float64
 LANES_MIN = 16         # fewer lanes than this: one plain accumulator per column
 LANES = 256            # (value, index) lanes per task of an arg-reduction
@@ -324,6 +326,15 @@ def fold_params(op, dtype, init, outer, n, inner):
     # others gain (float32 sum 3.1 -> 1.7 ms with PACK lanes -> 1.6 ms with PACK_ROWS).
     heavy = dtype != init.dtype or (op in ("maximum", "minimum") and init.dtype.kind == "f")
     rows, pack = (1, PACK) if heavy else (ROWS, PACK_ROWS)
+    if parallel and inner == 1 and nsplit == 1:
+        # many contiguous rows (``x.sum(-1)``), spread over tasks: lanes over 128 bytes of
+        # input, one block per pass, for every op and dtype.  Per row, the wider lanes'
+        # fixed work (setting, flushing and halving them) cost more than the row itself
+        # (2-core VM, parallel, rows of 4096 / 1024: float32 sum 1.75 / 2.1 ms -> 1.2 / 1.3
+        # ms, torch ~1.0; float64 sum 3.1 / 4.3 -> 2.7 / 3.1; int32 into int64 1.7 / 2.5 ->
+        # 1.25 / 1.5; float64 max 4.1 / 4.4 -> 3.0 / 3.9).  Fewer than LANES_MIN lanes fall
+        # to one accumulator per row: 8 float64 lanes took 15 ms.
+        return parallel, ob, nsplit, winit, flush, 1, ROW_LANE_BYTES // dtype.itemsize
     if not heavy and size * dtype.itemsize >= STREAM_MIN:
         # From memory, longer runs per block stream faster: each of the ROWS blocks of a pass
         # is a run of pack elements (2-core VM, perf's blocked timing, 16M float32, sum of
