@@ -238,6 +238,19 @@ def test_reduce_parallel(shape, axes, parallel):
     check_reduce("maximum", x.T, tuple(len(shape) - 1 - a for a in axes), np.float64)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8, np.bool_])
+def test_reduce_parallel_rows(dtype, parallel):
+    # many contiguous rows, spread over tasks: lanes over ROW_LANE_BYTES of input, one block
+    # per pass (rows of 333: a tail after the blocks of every lane count)
+    x = make((1024, 333), dtype)
+    init = np.zeros((), sum_dtype(dtype))[()]
+    params = reduce.fold_params("add", x.dtype, init, 1024, 333, 1)
+    assert params[0] and params[2] == 1, params   # parallel, rows spread over tasks
+    assert params[5:] == (1, reduce.ROW_LANE_BYTES // x.dtype.itemsize), params
+    for op, out_dtype in ops_for(dtype):
+        check_reduce(op, x, (1,), out_dtype)
+
+
 def test_reduce_parallel_nan_and_ints(parallel):
     x = make((BIG,), np.float64)
     x[BIG - 3] = np.nan
