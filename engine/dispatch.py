@@ -194,7 +194,7 @@ def elementwise(op, *args):
                         a = cast(a, dtype)
                     if b._dtype is not dtype:
                         b = cast(b, dtype)
-                    return apply_elementwise(op, (a, b), shape, plan[1])
+                    return _apply(op, (a, b), None, None, shape, plan[1])
             elif type(b) in _SCALARS:                        # tensor (op) scalar
                 key = (op, a._dtype.name, type(b))
                 plan = _PLANS.get(key)
@@ -205,7 +205,7 @@ def elementwise(op, *args):
                     c = constant(b, a._device, dtype)
                     if a._dtype is not dtype:
                         a = cast(a, dtype)
-                    return apply_elementwise(op, (a, c), a._buf.shape, plan[1])
+                    return _apply(op, (a, c), None, None, a._buf.shape, plan[1])
         elif type(b) is _tensor_cls and type(a) in _SCALARS:  # scalar (op) tensor
             key = (op, type(a), b._dtype.name)
             plan = _PLANS.get(key)
@@ -216,7 +216,7 @@ def elementwise(op, *args):
                 c = constant(a, b._device, dtype)
                 if b._dtype is not dtype:
                     b = cast(b, dtype)
-                return apply_elementwise(op, (c, b), b._buf.shape, plan[1])
+                return _apply(op, (c, b), None, None, b._buf.shape, plan[1])
     elif len(args) == 1:
         a = args[0]
         if type(a) is _tensor_cls:
@@ -227,7 +227,7 @@ def elementwise(op, *args):
             if plan:
                 if a._dtype is not plan[0]:
                     a = cast(a, plan[0])
-                return apply_elementwise(op, (a,), a._buf.shape, plan[1])
+                return _apply(op, (a,), None, None, a._buf.shape, plan[1])
     if op is Op.WHERE:  # the condition keeps its bool dtype
         return _where(*args)
     tensors = [a for a in args if isinstance(a, _tensor_cls)]
@@ -274,10 +274,16 @@ def apply(op, *inputs, out_dtype=None, **params):
     Tensors without autodiff combined with autodiff ones are constants; the
     result is autodiff-enabled when any input is, and an autodiff node is
     recorded when any input is tracked and the result is a float tensor.
-    Elementwise ops (their params: ``shape`` and ``dtype``) go on to ``apply_elementwise``.
     """
     if op in fusion.FUSABLE:
-        return apply_elementwise(op, inputs, params["shape"], params["dtype"])
+        return _apply(op, inputs, params, None, params["shape"], params["dtype"])
+    return _apply(op, inputs, params, out_dtype, None, None)
+
+
+def _apply(op, inputs, params, out_dtype, shape, dtype):
+    # ``apply``, with an elementwise op's ``shape`` and ``dtype`` positional (else None):
+    # ``elementwise`` calls it so, with ``params`` None, the dict an autodiff step keeps
+    # then built only for a tracked result (per-op overhead: no keyword dict per call)
     device = out_device = inputs[0]._device
     tracked = False
     for t in inputs:
@@ -289,8 +295,34 @@ def apply(op, *inputs, out_dtype=None, **params):
             tracked = True
         if t._dtype.quantized:   # quantized storage: engine/quant.py runs the op (DESIGN §5)
             from .quant import apply as apply_quantized
+            if params is None:
+                params = {"shape": shape, "dtype": dtype}
             return apply_quantized(op, inputs, out_dtype, params)
-    if op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
+    if shape is not None:
+        # an elementwise op: fusion defers it, except an output of fewer than MIN_SIZE
+        # elements, which it runs at once: decided here, without the call, for the small
+        # ops that are most sensitive to per-op overhead
+        if fusion.ENABLED and prod(shape) >= fusion.MIN_SIZE:
+            data = fusion.defer(op, inputs, shape, dtype, device)
+        else:
+            if len(inputs) == 2:   # their storage, as Tensor._data reads it (no deferred one here)
+                x = inputs[0]._buf
+                y = inputs[1]._buf
+                if type(x) is Deferred:
+                    x = inputs[0]._data
+                if type(y) is Deferred:
+                    y = inputs[1]._data
+                arrays = (x, y)
+            else:
+                arrays = [t._data for t in inputs]
+            backend = device._backend or device.backend
+            run = getattr(backend, "elementwise", None)   # the positional entry, where there is one
+            if run is not None:
+                data = run(op, arrays, shape, dtype)
+            else:
+                data = backend.execute(op, *arrays, shape=shape, dtype=dtype)
+        out_dtype = dtype
+    elif op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
         data = fusion.reduce_deferred(op, inputs[0], params)   # computes the chain as it reduces
     else:
         data = device.backend.execute(op, *[t._data for t in inputs], **params)
@@ -307,55 +339,8 @@ def apply(op, *inputs, out_dtype=None, **params):
     out._dtype = out_dtype
     out._node = None
     if tracked and out_dtype.kind is dt.Float:
-        record(op, inputs, params, out)
-    return out
-
-
-def apply_elementwise(op, inputs, shape, dtype):
-    """``apply(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op`` (the
-    same checks and result), with its params passed positionally: ``elementwise`` calls it
-    directly, as the autodiff rules do through it (per-op overhead: no keyword dict per op,
-    and the params dict an autodiff step keeps is built only for a tracked result)."""
-    device = out_device = inputs[0]._device
-    tracked = False
-    for t in inputs:
-        d = t._device
-        if d is not device and (d._autodiff or d.type != device.type or d.index != device.index):
-            out_device = _join_devices(op, device, out_device, d)
-        if t._node is not None:
-            tracked = True
-        if t._dtype.quantized:
-            from .quant import apply as apply_quantized
-            return apply_quantized(op, inputs, None, {"shape": shape, "dtype": dtype})
-    # fusion defers the op, except an output of fewer than MIN_SIZE elements, which it runs
-    # at once: decided here, without the call, for the small ops that are most sensitive to
-    # per-op overhead
-    if fusion.ENABLED and prod(shape) >= fusion.MIN_SIZE:
-        data = fusion.defer(op, inputs, shape, dtype, device)
-    else:
-        if len(inputs) == 2:   # their storage, as Tensor._data reads it (no deferred one here)
-            x = inputs[0]._buf
-            y = inputs[1]._buf
-            if type(x) is Deferred:
-                x = inputs[0]._data
-            if type(y) is Deferred:
-                y = inputs[1]._data
-            arrays = (x, y)
-        else:
-            arrays = [t._data for t in inputs]
-        backend = device._backend or device.backend
-        run = getattr(backend, "elementwise", None)   # the positional entry, where there is one
-        if run is not None:
-            data = run(op, arrays, shape, dtype)
-        else:
-            data = backend.execute(op, *arrays, shape=shape, dtype=dtype)
-    out = _new(_tensor_cls)   # wrap(), inlined
-    out._buf = data
-    out._device = out_device
-    out._dtype = dtype
-    out._node = None
-    if tracked and dtype.kind is dt.Float:
-        record(op, inputs, {"shape": shape, "dtype": dtype}, out)
+        record(op, inputs, params if params is not None else {"shape": shape, "dtype": dtype},
+               out)
     return out
 
 

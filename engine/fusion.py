@@ -128,7 +128,7 @@ class Deferred:
 def defer(op, inputs, shape, dtype, device):
     """``op`` on tensors ``inputs`` as a Deferred node of ``shape`` and ``dtype``.
 
-    Everything was checked, and the caller (``dispatch.apply_elementwise``) runs outputs of
+    Everything was checked, and the caller (``dispatch._apply``) runs outputs of
     fewer than ``MIN_SIZE`` elements at once.
     """
     args = []
