@@ -299,7 +299,7 @@ def test_fold_parallel_same_bits_as_serial(outer, n, inner, ob, nsplit):
     # threads claim tasks as they get free, so which thread runs which task changes from run
     # to run; each task writes its own result and chunks combine in order, so the bits do
     # not: the parallel kernel equals the serial one (tasks in order) given the same split
-    k = reduce.kernel(reduce.fold, "add")
+    k = reduce.fold_kernel("add")
     x = make((outer * n * inner,), np.float32)
     results = []
     for fn in [k.serial] + [k.parallel] * 5:

@@ -59,9 +59,10 @@ class Kernel:
 
     __slots__ = ("name", "_fn", "_serial", "_parallel")
 
-    def __init__(self, template, op):
+    def __init__(self, template, op, **helpers):
         self.name = f"{template.__name__}__{op}"
         bindings = {"OP": scalar_op(op)} if op else {}
+        bindings.update(helpers)   # other compiled functions the template calls by name
         self._fn = (specialize(template, self.name, **bindings),
                     specialize(template, self.name + "__par", **bindings))
         self._serial = self._parallel = None
@@ -80,6 +81,7 @@ class Kernel:
 
 
 @functools.cache
-def kernel(template, op=None):
-    """The kernel for (template, scalar op name), built once per process."""
-    return Kernel(template, op)
+def kernel(template, op=None, **helpers):
+    """The kernel for (template, scalar op name), built once per process; ``helpers`` bind
+    other global names the template calls (compiled functions)."""
+    return Kernel(template, op, **helpers)

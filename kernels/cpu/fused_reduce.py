@@ -8,9 +8,9 @@ kernel).
 
 Results are bit-identical to computing the chain and then calling ``reduce.reduce``: the
 accumulation below is ``reduce.fold`` for ``inner == 1`` (a full reduction, or one over
-trailing dims), with the same tasks, chunks, lanes, blocks of ``ROWS`` rows, flushes and
-final halving; only where a block's values come from differs (``FILL`` evaluates the
-chain into ``buf`` where ``fold`` slices ``x``).  The parameters come from
+trailing dims), with the same tasks, chunks, lanes, blocks of ``ROWS`` rows (the same
+``reduce.fold_blocks``), flushes and final halving; only where a block's values come from
+differs (``FILL`` evaluates the chain into ``buf`` where ``fold`` slices ``x``).  The parameters come from
 ``reduce.fold_params``, as for ``fold``; tests compare both paths bit for bit.
 
 Generated code: ``source(key)`` is a module with ``fill`` (the chain over flat positions
@@ -95,25 +95,13 @@ def fold_chain_task(t, skip, part, out, init, winit, outer, n, ob, nsplit, csize
                     start += nb * k
                     base = q
                     filled = q + nb
-                # fold's order: groups of ROWS blocks from the flush group's start, then the
-                # last few blocks one by one.  Flush groups and FILLs start on a group (FLUSH
-                # and seg are multiples of ROWS), so a group never straddles two FILLs.
+                # reduce.fold_blocks, as fold calls it once per flush group: flush groups
+                # and FILLs start on a group of ROWS blocks (FLUSH and seg are multiples of
+                # ROWS), so a group never straddles two FILLs, and blocks one at a time
+                # come only at the end of a flush group
                 e = min(qe, filled)
-                while rows == ROWS and q + ROWS <= e:
-                    i = (q - base) * k
-                    b0 = buf[i:i + w]
-                    b1 = buf[i + k:i + k + w]
-                    b2 = buf[i + 2 * k:i + 2 * k + w]
-                    b3 = buf[i + 3 * k:i + 3 * k + w]
-                    for j in range(w):
-                        acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
-                    q += ROWS
-                while q < e:
-                    i = (q - base) * k
-                    blk = buf[i:i + w]
-                    for j in range(w):
-                        acc[j] = OP(acc[j], blk[j])
-                    q += 1
+                BLOCKS(acc, buf, (q - base) * k, k, w, e - q, rows)
+                q = e
             for j in range(w):
                 wide[j] = OP(wide[j], acc[j])
         ntail = hi - lo - nblocks * k   # fewer than k
@@ -255,7 +243,7 @@ class FusedReduceKernel:
         calls = cpu_fused.loop_kernels(key)
         fill = numba.njit(**JIT_OPTIONS)(specialize(mod.fill, f"{modname}__fill", **calls))
         scratch = numba.njit(**JIT_OPTIONS)(specialize(mod.scratch, f"{modname}__scratch"))
-        bind = dict(FILL=fill, SCRATCH=scratch, OP=scalar_op(op))
+        bind = dict(FILL=fill, SCRATCH=scratch, OP=scalar_op(op), BLOCKS=_reduce.blocks_op(op))
         task = numba.njit(**JIT_OPTIONS)(specialize(fold_chain_task, f"{modname}__task", **bind))
         self._fns = {p: specialize(fold_chain, f"{modname}" + ("__par" if p else ""), TASK=task,
                                    **bind) for p in (False, True)}

@@ -51,7 +51,8 @@ import numpy as np
 from numba import prange
 
 from . import launch
-from .builder import kernel
+from ..rebind import specialize
+from .builder import JIT_OPTIONS, kernel, scalar_op
 from .launch import PARALLEL_MIN, elementwise
 
 TILE = 4096            # outputs per task when inner is wide
@@ -78,6 +79,41 @@ _NAMES = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min",
 _DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,
     np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
+
+
+def fold_blocks(acc, src, at, step, w, nb, rows):
+    # acc[j] = OP(acc[j], .) over ``nb`` blocks of ``w`` values of ``src``, the first at
+    # ``at``, the others ``step`` apart: ROWS blocks per pass (when ``rows == ROWS``) while
+    # ROWS are left, then one at a time.  ``fold`` and the fused reductions
+    # (fused_reduce.fold_chain_task) both accumulate here: their bits must match.
+    q = 0
+    while rows == ROWS and q + ROWS <= nb:
+        b0 = src[at:at + w]
+        b1 = src[at + step:at + step + w]
+        b2 = src[at + 2 * step:at + 2 * step + w]
+        b3 = src[at + 3 * step:at + 3 * step + w]
+        for j in range(w):
+            acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
+        at += ROWS * step
+        q += ROWS
+    while q < nb:
+        blk = src[at:at + w]
+        for j in range(w):
+            acc[j] = OP(acc[j], blk[j])
+        at += step
+        q += 1
+
+
+@functools.cache
+def blocks_op(op):
+    """``fold_blocks`` with ``OP`` bound, inlined (Numba IR) into the loops that call it."""
+    return numba.njit(inline="always", **JIT_OPTIONS)(
+        specialize(fold_blocks, "fold_blocks__" + op, OP=scalar_op(op)))
+
+
+def fold_kernel(op):
+    """``fold`` with combiner ``op`` (serial and parallel builds)."""
+    return kernel(fold, op, BLOCKS=blocks_op(op))
 
 
 def fold(x, head, part, out, init, winit, outer, n, inner, ob, nsplit, rows, pack, flush):
@@ -134,21 +170,9 @@ def fold(x, head, part, out, init, winit, outer, n, inner, ob, nsplit, rows, pac
                 qe = min(nblocks, q + flush)
                 for j in range(w):
                     acc[j] = init
-                while rows == ROWS and q + ROWS <= qe:
-                    b0 = x[start:start + w]
-                    b1 = x[start + step:start + step + w]
-                    b2 = x[start + 2 * step:start + 2 * step + w]
-                    b3 = x[start + 3 * step:start + 3 * step + w]
-                    for j in range(w):
-                        acc[j] = OP(acc[j], OP(OP(b0[j], b1[j]), OP(b2[j], b3[j])))
-                    start += ROWS * step
-                    q += ROWS
-                while q < qe:
-                    blk = x[start:start + w]
-                    for j in range(w):
-                        acc[j] = OP(acc[j], blk[j])
-                    start += step
-                    q += 1
+                BLOCKS(acc, x, start, step, w, qe - q, rows)
+                start += (qe - q) * step
+                q = qe
                 for j in range(w):
                     wide[j] = OP(wide[j], acc[j])
             # leftover rows: fewer than k, so only when k > 1 and rows are whole
@@ -353,7 +377,7 @@ def _run_fold(op, x3, init):
     out = launch.alloc((outer, inner), init.dtype)
     parallel, ob, nsplit, winit, flush, rows, pack = fold_params(op, x3.dtype, init, outer,
                                                                  n, inner)
-    k = kernel(fold, op)
+    k = fold_kernel(op)
     fn = k.parallel if parallel else k.serial
     part = np.empty(outer * nsplit * inner if nsplit > 1 else 0, winit.dtype)
     x = x3.reshape(-1)
