@@ -356,7 +356,7 @@ def fold_params(op, dtype, init, outer, n, inner):
         # fixed work (setting, flushing and halving them) cost more than the row itself
         # (2-core VM, parallel, rows of 4096 / 1024: float32 sum 1.75 / 2.1 ms -> 1.2 / 1.3
         # ms, torch ~1.0; float64 sum 3.1 / 4.3 -> 2.7 / 3.1; int32 into int64 1.7 / 2.5 ->
-        # 1.25 / 1.5; float64 max 4.1 / 4.4 -> 3.0 / 3.9).  Fewer than LANES_MIN lanes fall
+        # 1.25 / 1.5; float64 max 4.1 / 4.4 -> 3.2 / 3.3).  Fewer than LANES_MIN lanes fall
         # to one accumulator per row: 8 float64 lanes took 15 ms.
         return parallel, ob, nsplit, winit, flush, 1, ROW_LANE_BYTES // dtype.itemsize
     if not heavy and size * dtype.itemsize >= STREAM_MIN:
