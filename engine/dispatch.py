@@ -324,16 +324,10 @@ def _apply(op, inputs, shape, dtype, params, out_dtype):
                 data = run(op, arrays, shape, dtype)
             else:
                 data = backend.execute(op, *arrays, shape=shape, dtype=dtype)
-        out = _tensor_cls()   # wrap(), inlined (and returned here: the hottest path)
-        out._buf = data
-        out._device = out_device
-        out._dtype = dtype
-        out._node = None
-        if tracked and dtype.kind is dt.Float:
-            record(op, inputs, params if params is not None else {"shape": shape, "dtype": dtype},
-                   out)
-        return out
-    if op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
+        out_dtype = dtype
+        if params is None and tracked:
+            params = {"shape": shape, "dtype": dtype}
+    elif op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
         data = fusion.reduce_deferred(op, inputs[0], params)   # computes the chain as it reduces
     else:
         data = device.backend.execute(op, *[t._data for t in inputs], **params)

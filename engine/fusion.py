@@ -32,6 +32,8 @@ import operator
 import os
 import sys
 
+import numpy as np
+
 from .ir import ELEMENTWISE
 from .memory import empty as _cpu_empty
 
@@ -202,7 +204,6 @@ def _scalar_fn(op, dtype_name):
     key = (op, dtype_name)
     fn = _VARIANTS.get(key)
     if fn is None:
-        import numpy as np
         from ember.kernels.rebind import variant
         fn = _VARIANTS[key] = variant(op.scalar, np.dtype(dtype_name))
     return fn
