@@ -28,7 +28,8 @@ Bool = Kind("Bool")
 
 
 class DType:
-    """An Ember dtype: a numpy dtype plus its kind.  Compares equal to the numpy dtype."""
+    """An Ember dtype: a numpy dtype plus its kind.  Compares equal to its numpy dtype (and
+    numpy scalar type), never to None, Python types or strings."""
 
     __slots__ = ("name", "np", "kind", "itemsize")
     quantized = False   # True only for QFloat; dispatch tests it once per input
@@ -43,12 +44,20 @@ class DType:
         return f"ember.{self.name}"
 
     def __eq__(self, other):
+        # Another DType by identity; a numpy dtype or numpy scalar type by value.  Anything
+        # else (None, Python types, strings, dicts) is not a dtype here: ``np.dtype(None)`` is
+        # float64 and ``np.dtype(float)`` float64 while Ember's float is float32, so letting
+        # numpy parse ``other`` made ``ember.float64 == None`` true (and dicts raise).
         if isinstance(other, DType):
             return self is other
-        try:
+        if isinstance(other, np.dtype):
+            return self.np == other
+        if isinstance(other, type) and issubclass(other, np.generic):
             return self.np == np.dtype(other)
-        except TypeError:
-            return False
+        return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
 
     def __hash__(self):
         return hash(self.np)

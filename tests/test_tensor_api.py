@@ -489,3 +489,18 @@ def test_dtype_objects():
     assert ember.bool_.kind is ember.Bool
     assert repr(ember.float32) == "ember.float32"
     assert math.isclose(ember.tensor([0.1]).item(), np.float32(0.1))
+
+
+@pytest.mark.parametrize("other", [None, float, int, bool, "float64", "f4", {"name": "float64"},
+                                   object(), 1.5])
+def test_dtype_never_equals_non_dtypes(other):
+    # np.dtype(None) and np.dtype(float) are float64: a dtype compared through numpy's parser
+    # made ember.float64 == None true, and a dict raised
+    for d in (ember.float32, ember.float64, ember.int64, ember.bool_):
+        assert not d == other and d != other
+
+
+def test_dtype_equals_numpy_dtypes_by_value():
+    assert ember.float64 == np.dtype("float64") and ember.float64 == np.float64
+    assert ember.int8 != np.dtype("uint8") and ember.float32 != np.float64
+    assert len({ember.float32, ember.float64, ember.int32}) == 3
