@@ -14,13 +14,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
+# the CPU tiers (device-free and CPU), then the CUDA tier on Numba's simulator: the
+# declarative tables again with CUDA as their device (-m devices), and tests/cuda (-m cuda)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+	$(BIN)/python -m pytest -q tests --ignore=tests/cuda
+	$(MAKE) --no-print-directory test-cuda-sim
 
 # the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
 test-cuda-sim: $(STAMP)
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q -m "devices or cuda" tests
 
 bench: $(STAMP)
 	$(BIN)/python -m perf

@@ -20,6 +20,7 @@ import operator
 from ember import dispatch
 from ember.device import CheckpointingStrategy
 from ember.dtypes import Float
+from ember.storage import make
 from . import checkpoint
 from .rules import OUT, RULES
 
@@ -27,7 +28,6 @@ BALANCED = CheckpointingStrategy.BALANCED
 
 _counter = itertools.count()
 _order = operator.attrgetter("order")
-_new = object.__new__
 
 
 class AutodiffError(RuntimeError):
@@ -50,16 +50,16 @@ class Node:
     __slots__ = ("parents", "leaf", "consumed", "order", "op", "shape", "recipe", "distributed",
                  "rule", "params", "shapes", "dtypes", "x", "out", "balanced", "__weakref__")
 
-    def __init__(self, op, shape, parents=(), rule=None, params=None, shapes=(), dtypes=(),
-                 x=(), out=None, distributed=None):
-        # (``record`` sets the same slots inline: it runs once per op)
+    def __init__(self, op, shape, parents, rule, params, shapes, dtypes, x, out, recipe, balanced,
+                 distributed):
+        # every slot positional, no defaults: ``record`` makes one per tracked op
         self.parents = parents
         self.leaf = rule is None
         self.consumed = False
         self.order = next(_counter)
         self.op = op
         self.shape = shape
-        self.recipe = None      # BALANCED checkpointing: how to recompute this output
+        self.recipe = recipe    # BALANCED checkpointing: how to recompute this output
         self.distributed = distributed  # leaves only: ember.distributed's mark, or None
         self.rule = rule
         self.params = params
@@ -67,7 +67,7 @@ class Node:
         self.dtypes = dtypes
         self.x = x              # saved inputs (None where not needed)
         self.out = out          # saved output(s) or None
-        self.balanced = False   # recorded under BALANCED: x and out may hold recipes
+        self.balanced = balanced  # recorded under BALANCED: x and out may hold recipes
 
     def describe(self):
         what = "marked leaf" if self.leaf else f"output of {dispatch.op_name(self.op)}"
@@ -75,7 +75,7 @@ class Node:
 
 
 def leaf(shape, distributed=None):
-    return Node(None, shape, distributed=distributed)
+    return Node(None, shape, (), None, None, (), (), (), None, None, False, distributed)
 
 
 def inner(t):
@@ -89,7 +89,7 @@ def inner(t):
         d = d.base()
     elif t._node is None:
         return t
-    return dispatch.wrap(t._buf, d, t._dtype)
+    return make(type(t), t._buf, d, t._dtype)
 
 
 def record(op, inputs, params, out):
@@ -159,23 +159,8 @@ def record(op, inputs, params, out):
         x = tuple(x)
     elif balanced and op in checkpoint.MEMORY_BOUND:
         recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
-    node = _new(Node)   # Node.__init__, inlined
-    node.parents = parents
-    node.leaf = False
-    node.consumed = False
-    node.order = next(_counter)
-    node.op = op
-    node.shape = first._buf.shape
-    node.recipe = recipe
-    node.distributed = None
-    node.rule = rule
-    node.params = params
-    node.shapes = shapes
-    node.dtypes = dtypes
-    node.x = x
-    node.out = saved_out
-    node.balanced = balanced
-    first._node = node
+    first._node = Node(op, first._buf.shape, parents, rule, params, shapes, dtypes, x, saved_out,
+                       recipe, balanced, None)
 
 
 # (op, bit mask of the inputs that take a gradient) -> what the step saves: input indices
@@ -226,11 +211,19 @@ def _collect(root):
     return nodes
 
 
-# Set by ember.distributed.init(): ``backward_hook(nodes, root_tensor)`` runs after the consumed-
-# graph check and before anything is consumed (it may raise), and returns None or a sync object:
-# ``sync.ready(leaf, grad)`` is called for each leaf with a ``distributed`` mark as soon as its
-# gradient is complete (``grad`` None when none reached it), ``sync.finish(grads)`` after the walk.
-backward_hook = None
+# ``hook(nodes, root_tensor)`` runs after the consumed-graph check and before anything is
+# consumed (it may raise), and returns None or a sync object: ``sync.ready(leaf, grad)`` is
+# called for each leaf with a ``distributed`` mark as soon as its gradient is complete
+# (``grad`` None when none reached it), ``sync.finish(grads)`` after the walk.
+# ember.distributed.init() installs one.
+_backward_hook = None
+
+
+def set_backward_hook(hook):
+    """Install ``hook`` (see above; None removes it); returns the previous one."""
+    global _backward_hook
+    previous, _backward_hook = _backward_hook, hook
+    return previous
 
 
 def backward(root_tensor):
@@ -254,7 +247,7 @@ def backward(root_tensor):
         if n.balanced:
             recompute = checkpoint.Recompute([n for n in nodes if n.rule is not None])
             break
-    sync = backward_hook(nodes, root_tensor) if backward_hook is not None else None
+    sync = _backward_hook(nodes, root_tensor) if _backward_hook is not None else None
     for n in nodes:
         g = grads.pop(n, None)
         if n.leaf:
@@ -303,5 +296,3 @@ class Gradients:
     def __repr__(self):
         return f"Gradients({len(self._grads)} tensors)"
 
-
-dispatch.record = record

@@ -9,13 +9,12 @@ from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, fro
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
 from .device import (CheckpointingStrategy, Device, DeviceError, StrategyError, empty_cache,
-                     set_default_device)
+                     memory_stats, set_default_device)
 from .dtypes import (Bool, DType, Float, Int, Kind, QFloat, bool_, float32, float64, int8, int16,
                      int32, int64, uint8)
 from .ir import Op
 from .quant import (QuantScheme, QuantStore, QuantValue, get_quant_propagation,
                     set_quant_propagation)
-from .memory import memory_stats
 from .tensor import Tensor
 from .benchmark import benchmark, synchronize  # timing helpers (perf/, README "Performance regression scripts")
 

@@ -7,12 +7,12 @@ from . import dispatch, layout
 from . import dtypes as dt
 from .device import parse as parse_device
 from .ir import Op
-from .tensor import Tensor
+from .tensor import Tensor, wrap
 
 
 def _from_host(array, dtype, device):
     device = parse_device(device)
-    return dispatch.wrap(device.backend.execute(Op.FROM_HOST, array), device, dtype)
+    return wrap(device.backend.execute(Op.FROM_HOST, array), device, dtype)
 
 
 def tensor(data, dtype=None, device=None):
@@ -76,10 +76,14 @@ def from_dlpack(obj):
 def from_cuda_array(obj):
     """A CUDA tensor sharing memory with ``obj`` (a Numba device array or any object with
     ``__cuda_array_interface__``); a non-contiguous array is copied."""
-    from .backends.cuda import from_cuda_array as share
     from .device import Device
-    data, index = share(obj)
-    return dispatch.wrap(data, Device.cuda(index), dt.from_numpy(data.dtype))
+    Device.cuda()   # DeviceError without CUDA, before anything imports the CUDA backend
+    from .backends.cuda.array import current_index, is_cuda_array
+    if not is_cuda_array(obj):
+        raise TypeError(f"from_cuda_array: expected a CUDA array, got {type(obj).__name__}")
+    device = Device.cuda(current_index())
+    data = device.backend.from_cuda_array(obj)
+    return wrap(data, device, dt.from_numpy(data.dtype))
 
 
 def full(shape, fill_value, dtype=None, device=None):
@@ -90,7 +94,7 @@ def full(shape, fill_value, dtype=None, device=None):
     d = dt.as_dtype(dtype)
     device = parse_device(device)
     data = device.backend.execute(Op.FULL, shape=shape, value=fill_value, dtype=d)
-    return dispatch.wrap(data, device, d)
+    return wrap(data, device, d)
 
 
 def _shape_args(shape):
@@ -139,7 +143,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     d = dt.as_dtype(dtype)
     device = parse_device(device)
     data = device.backend.execute(Op.ARANGE, start=start, stop=stop, step=step, dtype=d)
-    return dispatch.wrap(data, device, d)
+    return wrap(data, device, d)
 
 
 def linspace(start, stop, num, dtype=dt.float32, device=None):

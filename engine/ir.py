@@ -125,6 +125,18 @@ class Op(enum.Enum):
     CONTIGUOUS = ("contiguous",)
     SLICE_ASSIGN = ("slice_assign",)
     CAT = ("cat",)
+    # --- planned by ember.fusion: a chain of elementwise ops as one kernel (params: the chain,
+    # its prepared kernel, leaf kinds, shape, output dtypes), and a reduction computing its
+    # pending input chain (CPU; the backend's ``fused_reduce_plan`` says when it applies)
+    FUSED = ("fused",)
+    FUSED_REDUCE = ("fused_reduce",)
+    # --- quantization (ember.quant plans; the storage and geometry in its docstring)
+    QUANT_CALIBRATE = ("quant_calibrate",)
+    QUANTIZE = ("quantize",)
+    DEQUANTIZE = ("dequantize",)
+    PACK = ("pack",)
+    UNPACK = ("unpack",)
+    QMATMUL = ("qmatmul",)
     # --- creation and transfer
     FULL = ("full",)
     ARANGE = ("arange",)

@@ -8,8 +8,11 @@ always holds the latest.  Tensors are values, so the old parameters keep their
 values: a graph that still reads them stays valid.  A parameter without a
 gradient in ``grads`` is returned as it is, and its state does not advance.
 
-Each update is one fused Numba kernel per parameter (``ember.kernels.cpu.optim``):
-a single pass over parameter, gradient and state, not a chain of tensor ops.
+Updates are tensor ops on the parameter's device (state tensors live there too: a CUDA
+model's parameters and optimizer state never leave the GPU).  They are elementwise, so the
+fusing layer runs a parameter's whole update as one kernel that reads parameter, gradient
+and state once and writes the new ones; the order of operations is torch.optim's
+single-tensor implementation's, in the parameter's dtype.
 
 >>> w = ember.tensor([1.0, -2.0]).autodiff().require_grad()
 >>> opt = ember.optim.SGD([w], lr=0.1)
@@ -18,19 +21,13 @@ a single pass over parameter, gradient and state, not a chain of tensor ops.
 tensor([ 0.8, -1.6], dtype=float32)
 """
 
-import numpy as np
+import math
 
-from . import dispatch
 from . import dtypes as dt
-from .ir import Op
-from .tensor import Tensor
+from .creation import zeros_like
+from .tensor import Tensor, wrap
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
-
-
-def _kernels():
-    from ember.kernels.cpu import optim   # Numba loads when the first step runs
-    return optim
 
 
 class Optimizer:
@@ -65,15 +62,10 @@ class Optimizer:
         return list(self._params)
 
     def state(self, i):
-        """Parameter ``i``'s state as tensors without autodiff (copies), e.g. ``{"step": 3, ...}``."""
-        p = self._params[i]
-        out = {}
-        for key, value in self._state[i].items():
-            if isinstance(value, np.ndarray):
-                data = p.device.backend.execute(Op.FROM_HOST, value.reshape(p.shape).copy())
-                value = dispatch.wrap(data, p.device.base(), p.dtype)
-            out[key] = value
-        return out
+        """Parameter ``i``'s state, e.g. ``{"step": 3, "exp_avg": ..., ...}``: tensors without
+        autodiff on the parameter's device (copies)."""
+        return {key: value.clone() if isinstance(value, Tensor) else value
+                for key, value in self._state[i].items()}
 
     def step(self, grads):
         """Update every parameter that has a gradient in ``grads``; returns the new parameters."""
@@ -90,17 +82,14 @@ class Optimizer:
             if g.shape != p.shape:
                 raise ValueError(f"{type(self).__name__}.step: gradient of shape {g.shape} does not "
                                  f"match parameter {i} of shape {p.shape}")
-            x = np.ascontiguousarray(p.numpy()).reshape(-1)
-            gx = np.ascontiguousarray(g.numpy(), dtype=x.dtype).reshape(-1)
-            out = self._update(self._state[i], x, gx)
-            data = p.device.backend.execute(Op.FROM_HOST, out.reshape(p.shape))
+            out = self._update(self._state[i], p.inner(), g.cast(p.dtype))
             # a new marked leaf; like detach(), it keeps a distributed mark
-            new.append(dispatch.wrap(data, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
+            new.append(wrap(out._buf, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
         self._params = new
         return list(new)
 
     def _update(self, state, p, g):
-        """The new flat parameter from flat ``p`` and ``g``; updates ``state`` (numpy arrays)."""
+        """The new parameter from ``p`` and ``g`` (tensors without autodiff); updates ``state``."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -135,12 +124,18 @@ class SGD(Optimizer):
         self.dampening, self.nesterov, self.maximize = dampening, nesterov, maximize
 
     def _update(self, state, p, g):
-        buf = state.get("momentum_buffer")
-        first = buf is None and self.momentum != 0
-        if first:
-            buf = state["momentum_buffer"] = np.empty_like(p)
-        return _kernels().sgd(p, g, buf if self.momentum != 0 else None, self.lr, self.momentum,
-                              self.dampening, self.weight_decay, self.nesterov, self.maximize, first)
+        d = -g if self.maximize else g
+        if self.weight_decay != 0:
+            d = d + p * self.weight_decay
+        if self.momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = d   # torch clones the gradient: tensors are values here
+            else:
+                buf = buf * self.momentum + d * (1 - self.dampening)
+            state["momentum_buffer"] = buf
+            d = d + buf * self.momentum if self.nesterov else buf
+        return p - d * self.lr
 
 
 class Adam(Optimizer):
@@ -171,16 +166,29 @@ class Adam(Optimizer):
     def _update(self, state, p, g):
         if not state:
             state["step"] = 0
-            state["exp_avg"] = np.zeros_like(p)
-            state["exp_avg_sq"] = np.zeros_like(p)
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
             if self.amsgrad:
-                state["max_exp_avg_sq"] = np.zeros_like(p)
+                state["max_exp_avg_sq"] = zeros_like(p)
         state["step"] += 1
+        t = state["step"]
         beta1, beta2 = self.betas
-        return _kernels().adam(p, g, state["exp_avg"], state["exp_avg_sq"],
-                               state.get("max_exp_avg_sq") if self.amsgrad else None, state["step"],
-                               self.lr, beta1, beta2, self.eps, self.weight_decay, self._decoupled,
-                               self.maximize)
+        d = -g if self.maximize else g
+        if self.weight_decay != 0:
+            if self._decoupled:
+                p = p * (1 - self.lr * self.weight_decay)
+            else:
+                d = d + p * self.weight_decay
+        m = state["exp_avg"]
+        w1 = 1 - beta1
+        # torch's lerp(m, d, w1), both of its branches
+        m = m + (d - m) * w1 if w1 < 0.5 else d - (d - m) * (1 - w1)
+        v = state["exp_avg_sq"] * beta2 + d * d * (1 - beta2)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if self.amsgrad:
+            v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
+        denom = v.sqrt() / math.sqrt(1 - beta2 ** t) + self.eps
+        return p - m / denom * (self.lr / (1 - beta1 ** t))
 
 
 class AdamW(Adam):

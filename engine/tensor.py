@@ -10,11 +10,12 @@ import numbers
 
 import numpy as np
 
-from . import dispatch, layout
+from . import dispatch, layout, quant
 from . import dtypes as dt
 from .dispatch import apply, elementwise, normalize_dim, normalize_dims
-from .fusion import Deferred
+from .device import parse as parse_device
 from .ir import Op
+from .storage import TensorBase, make
 
 
 # The ops of the arithmetic operators as module globals: looking up an Enum member
@@ -26,7 +27,12 @@ def _is_tensor(x):
     return isinstance(x, Tensor)
 
 
-class Tensor:
+def wrap(data, device, dtype, node=None):
+    """A new Tensor around backend storage ``data`` (see ``engine/storage.py``)."""
+    return make(Tensor, data, device, dtype, node)
+
+
+class Tensor(TensorBase):
     """An n-dimensional array on a device, of kind Float, Int or Bool.
 
     >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -34,24 +40,10 @@ class Tensor:
     tensor([ 8., 16.], dtype=float32)
     """
 
-    __slots__ = ("_buf", "_device", "_dtype", "_node", "__weakref__")
+    # the storage slots and the ``_data`` accessor are TensorBase's (engine/storage.py)
+    __slots__ = ()
     __hash__ = object.__hash__
     __array_priority__ = 1000  # numpy defers to our reflected operators
-
-    # --- storage ----------------------------------------------------------------
-    # ``_buf`` holds the backend array, or a deferred elementwise op (``ember.fusion``)
-    # until something reads ``_data``; shape queries read ``_buf.shape`` and never compute.
-    @property
-    def _data(self):
-        """The backend storage, computing a deferred (fused) value first."""
-        d = self._buf
-        if type(d) is Deferred:
-            d = self._buf = d.force()
-        return d
-
-    @_data.setter
-    def _data(self, value):
-        self._buf = value
 
     # --- attributes -----------------------------------------------------------
     @property
@@ -76,7 +68,7 @@ class Tensor:
     def device(self):
         return self._device
 
-    # --- quantization (DESIGN §5; the logic lives in engine/quant.py) --------------------
+    # --- quantization (DESIGN §5; the logic lives in engine/quant/) --------------------
     @property
     def is_quantized(self):
         """True for a tensor made by ``quantize`` (its dtype is a ``QFloat``)."""
@@ -88,7 +80,6 @@ class Tensor:
         their elements); for a quantized tensor its integer values (int8 or packed words),
         scales not counted (``t.quantization_scales().nbytes`` gives those)."""
         if self._dtype.quantized:
-            from . import quant
             return quant.nbytes(self)
         return self.numel() * self._dtype.itemsize
 
@@ -104,14 +95,12 @@ class Tensor:
         >>> q.quantized_values()
         tensor([-127,  -71,    0,   35], dtype=int8)
         """
-        from . import quant
         return quant.quantize(self, scheme, scales)
 
     def dequantize(self):
         """The float32 values ``scale * q`` of a quantized tensor (other tensors: unchanged)."""
         if not self._dtype.quantized:
             return self
-        from . import quant
         return quant.dequantize(self)
 
     def quantization_scales(self):
@@ -121,12 +110,10 @@ class Tensor:
         >>> ember.ones((4, 40)).quantize(s).quantization_scales().shape
         (4, 3)
         """
-        from . import quant
         return quant.scales_of(_check_quantized("quantization_scales", self))
 
     def quantized_values(self):
         """The integer values as an int8 tensor of this tensor's shape (unpacked if packed)."""
-        from . import quant
         return quant.values_of(_check_quantized("quantized_values", self))
     # --- end of quantization ----------------------------------------------------------------
 
@@ -215,22 +202,20 @@ class Tensor:
     astype = cast
 
     def to(self, device):
-        device = dispatch.parse_device(device)
+        device = parse_device(device)
         if device == self._device:
             return self
         if self._dtype.quantized:
-            from . import quant
             return quant.to_device(self, device)
         host = self.numpy()
-        return dispatch.wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
+        return wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
 
     def clone(self):
         """A copy with its own storage; a tracked clone shares the original's node and steps."""
         if self._dtype.quantized:
-            from . import quant
             return quant.clone(self)
         data = self._device.backend.execute(Op.CAST, self._data, shape=self.shape, dtype=self._dtype)
-        return dispatch.wrap(data, self._device, self._dtype, self._node)
+        return wrap(data, self._device, self._dtype, self._node)
 
     # --- autodiff (DESIGN §4) -------------------------------------------------------
     def is_autodiff(self):
@@ -241,7 +226,7 @@ class Tensor:
         """The same tensor with autodiff enabled (idempotent; marks nothing)."""
         if self._device._autodiff:
             return self
-        return dispatch.wrap(self._buf, self._device.autodiff(), self._dtype)
+        return wrap(self._buf, self._device.autodiff(), self._dtype)
 
     @staticmethod
     def from_inner(t):
@@ -252,7 +237,7 @@ class Tensor:
         """The same values without autodiff and without any graph reference (idempotent)."""
         if not self._device._autodiff and self._node is None:
             return self
-        return dispatch.wrap(self._buf, self._device.base(), self._dtype)
+        return wrap(self._buf, self._device.base(), self._dtype)
 
     inner = without_autodiff
 
@@ -265,7 +250,7 @@ class Tensor:
         if not self._device._autodiff:
             raise ValueError("with_gradient_checkpointing_strategy: the tensor is not autodiff-enabled; "
                              "call .autodiff() first")
-        return dispatch.wrap(self._buf, self._device.gradient_checkpointing(strategy), self._dtype,
+        return wrap(self._buf, self._device.gradient_checkpointing(strategy), self._dtype,
                              self._node)
 
     def require_grad(self):
@@ -280,14 +265,14 @@ class Tensor:
             raise TypeError(f"require_grad: only Float tensors take gradients, got {self._dtype.name}")
         node = self._node
         if not flag:
-            return self if node is None else dispatch.wrap(self._buf, self._device, self._dtype)
+            return self if node is None else wrap(self._buf, self._device, self._dtype)
         if node is not None:
             if node.leaf:
                 return self
             raise ValueError("require_grad: only leaves can be marked; this tensor is the output of "
                              f"{dispatch.op_name(node.op)} on a tracked tensor (use detach() first)")
         from ember.autograd import graph
-        return dispatch.wrap(self._buf, self._device, self._dtype, graph.leaf(self.shape))
+        return wrap(self._buf, self._device, self._dtype, graph.leaf(self.shape))
 
     def is_require_grad(self):
         """True only for marked leaves."""
@@ -301,12 +286,12 @@ class Tensor:
         """A new lineage with the same values; a marked leaf stays marked, under a new identity."""
         node = self._node
         if node is None:
-            return dispatch.wrap(self._buf, self._device, self._dtype)
+            return wrap(self._buf, self._device, self._dtype)
         if node.leaf:
             from ember.autograd import graph
-            return dispatch.wrap(self._buf, self._device, self._dtype,
+            return wrap(self._buf, self._device, self._dtype,
                                  graph.leaf(self.shape, node.distributed))
-        return dispatch.wrap(self._buf, self._device, self._dtype)
+        return wrap(self._buf, self._device, self._dtype)
 
     def set_distributed(self, flag=True):
         """This float leaf, marked so that backward all-reduces its gradient across processes.
@@ -876,12 +861,17 @@ class Tensor:
         _check_index_tensor("index_select", indices, self)
         if indices.ndim != 1:
             raise ValueError(f"index_select: indices must be 1-D, got shape {indices.shape}")
+        if self.ndim == 0 and indices.shape[0] != 1:
+            raise ValueError(f"index_select: a 0-d tensor takes exactly one index, got {indices.shape[0]}")
+        dispatch.check_index_range("index_select", indices, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.INDEX_SELECT, self, indices, axis=axis)
 
     def gather(self, dim, index):
         """``out[i][j] = self[index[i][j]][j]`` along ``dim`` (PyTorch ``gather``)."""
         axis = normalize_dim("gather", dim, self.ndim)
         _check_index_tensor("gather", index, self)
+        _check_index_shape("gather", index, self, axis)
+        dispatch.check_index_range("gather", index, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.GATHER, self, index, axis=axis)
 
     def scatter(self, dim, index, values, reduce="assign"):
@@ -890,7 +880,14 @@ class Tensor:
             raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {reduce!r}")
         axis = normalize_dim("scatter", dim, self.ndim)
         _check_index_tensor("scatter", index, self)
+        _check_index_shape("scatter", index, self, axis)
         v = _as_tensor_like(values, self, "scatter").cast(self._dtype)
+        if v.shape != index.shape:
+            if v.ndim:
+                raise ValueError(f"scatter: values shape {v.shape} must equal index shape "
+                                 f"{index.shape} (or values be a scalar)")
+            v = v.expand(index.shape)
+        dispatch.check_index_range("scatter", index, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.SCATTER, self, index, v, axis=axis, reduce=reduce)
 
     def mask_where(self, mask, values):
@@ -948,6 +945,19 @@ def _check_index_tensor(name, idx, t):
         raise TypeError(f"{name}: indices must be an Int tensor, got "
                         f"{idx._dtype.name if _is_tensor(idx) else type(idx).__name__}")
     dispatch.same_device(name, [t, idx])
+
+
+def _check_index_shape(name, index, t, axis):
+    """gather and scatter: ``index`` has ``t``'s number of dims and fits ``t`` outside ``axis``."""
+    if t.ndim == 0:
+        return
+    if index.ndim != t.ndim:
+        raise ValueError(f"{name}: index must have as many dims as the tensor: index shape "
+                         f"{index.shape}, tensor shape {t.shape}")
+    for d, (ni, nx) in enumerate(zip(index.shape, t.shape)):
+        if d != axis and ni > nx:
+            raise ValueError(f"{name}: index shape {index.shape} exceeds the tensor's shape "
+                             f"{t.shape} in dim {d} (only dim {axis}, the indexed one, may be larger)")
 
 
 def _check_mask(name, mask, t):
@@ -1030,5 +1040,3 @@ def _tensor_index(t, index):
         return t.index_select(0, index)
     raise TypeError("getitem: tensor indices must be a Bool mask or a 1-D Int tensor")
 
-
-dispatch._tensor_cls = Tensor

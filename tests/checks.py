@@ -22,13 +22,28 @@ def ember_dtype(name):
     return ember.bool_ if name in ("bool", "bool_") else getattr(ember, name)
 
 
+def _table_device():
+    """The device the declarative tables run on in this process: CUDA on Numba's simulator
+    (``NUMBA_ENABLE_CUDASIM=1``: the CUDA tier of ``make test``), else the CPU."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return ember.Device.cuda()
+    return ember.Device.cpu()
+
+
+# One table, every device: tests marked ``devices`` build their tensors with ``as_tensor`` on
+# this device, and the CUDA tier runs exactly those tests (``pytest -m devices``).
+DEVICE = _table_device()
+
+
 def as_tensor(a):
-    """An Ember tensor holding numpy array ``a`` (zero-copy, keeps shape, dtype and strides).
+    """An Ember tensor holding numpy array ``a`` on the table device (on the CPU zero-copy,
+    keeping shape, dtype and strides).
 
     ``from_numpy`` rather than ``ember.tensor`` so that a bug in one creation path does not
     mask every op test (``ember.tensor`` itself is tested in test_tensor_api.py).
     """
-    return ember.from_numpy(np.asarray(a))
+    t = ember.from_numpy(np.asarray(a))
+    return t if DEVICE.type == "cpu" else t.to(DEVICE)
 
 
 def check(t, expected, rtol=None, atol=0.0, dtype=None):

@@ -190,7 +190,7 @@ def test_out_of_range_index_raises_index_error(call):
 
 def test_large_out_of_range_index_is_caught():
     """The bound check also runs on the parallel path (many indices)."""
-    from ember.kernels.cpu.launch import PARALLEL_MIN
+    from ember.backends.cpu.elementwise import PARALLEL_MIN
     idx = np.zeros(PARALLEL_MIN * 2, np.int64)
     idx[-1] = 10
     with pytest.raises(IndexError) as e:
