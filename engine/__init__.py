@@ -5,6 +5,7 @@ kernels compiled once and cached on disk.  ``import ember`` is fast: Numba is
 loaded when the first op runs, and CUDA only when a CUDA device is used.
 """
 from . import random
+from .compile import CompileError, compile
 from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, from_dlpack, from_numpy, full,
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
@@ -40,4 +41,5 @@ __all__ = [
     "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim", "distributed",
     "QuantScheme", "QuantValue", "QuantStore", "set_quant_propagation", "get_quant_propagation",
     "from_cuda_array", "empty_cache", "memory_stats", "synchronize", "benchmark",
+    "compile", "CompileError",
 ]

@@ -9,8 +9,10 @@ backend) and wraps the result.  Autodiff is a hook at this seam: a float result 
 tracked input is recorded by ``ember.autograd.graph.record``.  Quantized inputs take one
 detour (``_apply_quantized``): their storage algebra lives in ``ember.quant``.
 """
+import functools
 import math
 
+from . import backends
 from . import dtypes as dt
 from . import fusion
 from . import quant
@@ -79,17 +81,26 @@ def normalize_dims(name, dim, ndim):
     return tuple(out)
 
 
-def check_index_range(name, index, size, dim):
+def check_index_range(name, index, size, dim=None, what="index", error=IndexError):
     """IndexError naming ``name`` when a value of Int tensor ``index`` lies outside
     ``[0, size)``: the one data-dependent check of the indexing ops, made here before any
-    backend runs them (two reductions of the index and a read of their values)."""
+    backend runs them (a min and a max reduction of the index, and a read of both).  Inside a
+    traced ``ember.compile`` step the read becomes a check of the step, made at every replay."""
     if index.numel() == 0:
         return
-    lo = index.min().item()
-    hi = index.max().item()
+    lo, hi = index.min(), index.max()
+    check = functools.partial(_index_in_range, name, size, dim, what, error)
+    rec = backends.recorder()
+    if rec is not None:
+        rec.check(lo._device.backend, (lo._data, hi._data), check)
+    else:
+        check(lo.item(), hi.item())
+
+
+def _index_in_range(name, size, dim, what, error, lo, hi):
     if lo < 0 or hi >= size:
-        raise IndexError(f"{name}: index {lo if lo < 0 else hi} is out of range for dim {dim} "
-                         f"of size {size}")
+        where = f"for dim {dim} of size {size}" if dim is not None else f"[0, {size})"
+        raise error(f"{name}: {what} {lo if lo < 0 else hi} is out of range {where}")
 
 
 def cast(t, dtype):

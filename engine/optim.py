@@ -12,7 +12,10 @@ Updates are tensor ops on the parameter's device (state tensors live there too: 
 model's parameters and optimizer state never leave the GPU).  They are elementwise, so the
 fusing layer runs a parameter's whole update as one kernel that reads parameter, gradient
 and state once and writes the new ones; the order of operations is torch.optim's
-single-tensor implementation's, in the parameter's dtype.
+single-tensor implementation's, in the parameter's dtype.  The state is tensors from the
+start (zeros, and a step count as a 0-d float64 tensor): a step is the same ops whatever the
+step number, so ``ember.compile`` replays it and the state advances as in eager (PyTorch's
+``capturable`` optimizers do the same for CUDA graphs).
 
 >>> w = ember.tensor([1.0, -2.0]).autodiff().require_grad()
 >>> opt = ember.optim.SGD([w], lr=0.1)
@@ -21,10 +24,9 @@ single-tensor implementation's, in the parameter's dtype.
 tensor([ 0.8, -1.6], dtype=float32)
 """
 
-import math
-
 from . import dtypes as dt
-from .creation import zeros_like
+from .compile import register_optimizer
+from .creation import zeros, zeros_like
 from .tensor import Tensor, wrap
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -54,18 +56,41 @@ class Optimizer:
                 raise ValueError(f"{name}: parameter {i} appears more than once")
             seen.add(id(p._node))
         self._params = params
-        self._state = [{} for _ in params]
+        self._state = [self._init_state(p.inner()) for p in params]
+        # one step count for the parameters of a device: they step together (until one has
+        # no gradient), so what is computed from the count is computed once per step
+        counts = {}
+        for state, p in zip(self._state, params):
+            state["step"] = counts.setdefault(p.device.base(), state["step"])
+        register_optimizer(self)   # its parameters and state are a compiled step's inputs too
+
+    def _init_state(self, p):
+        """The state of parameter ``p`` before its first step: tensors on its device."""
+        return {"step": zeros((), dtype=dt.float64, device=p.device)}
+
+    def _hyperparameters(self):
+        """What a compiled step bakes in: it traces again when these change."""
+        raise NotImplementedError
 
     @property
     def params(self):
         """The latest parameters (a new list; the tensors are the ones ``step`` returned)."""
         return list(self._params)
 
+    _STATE_KEYS = ()   # what ``state`` shows besides "step" (PyTorch's names)
+
     def state(self, i):
         """Parameter ``i``'s state, e.g. ``{"step": 3, "exp_avg": ..., ...}``: tensors without
-        autodiff on the parameter's device (copies)."""
-        return {key: value.clone() if isinstance(value, Tensor) else value
-                for key, value in self._state[i].items()}
+        autodiff on the parameter's device (copies); ``{}`` before its first step."""
+        state = self._state[i]
+        steps = int(state["step"].item())
+        if not steps:
+            return {}
+        out = {"step": steps} if self._SHOWS_STEP else {}
+        out.update((key, state[key].clone()) for key in self._STATE_KEYS if key in state)
+        return out
+
+    _SHOWS_STEP = True
 
     def step(self, grads):
         """Update every parameter that has a gradient in ``grads``; returns the new parameters."""
@@ -74,6 +99,7 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}.step: expected the Gradients of a backward(), "
                             f"got {type(grads).__name__}")
         new = []
+        shared = {}   # what parameters stepping together share (their step count's functions)
         for i, p in enumerate(self._params):
             g = p.grad(grads)
             if g is None:
@@ -82,15 +108,28 @@ class Optimizer:
             if g.shape != p.shape:
                 raise ValueError(f"{type(self).__name__}.step: gradient of shape {g.shape} does not "
                                  f"match parameter {i} of shape {p.shape}")
-            out = self._update(self._state[i], p.inner(), g.cast(p.dtype))
+            out = self._update(self._state[i], p.inner(), g.cast(p.dtype), shared)
             # a new marked leaf; like detach(), it keeps a distributed mark
             new.append(wrap(out._buf, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
         self._params = new
         return list(new)
 
-    def _update(self, state, p, g):
-        """The new parameter from ``p`` and ``g`` (tensors without autodiff); updates ``state``."""
+    def _update(self, state, p, g, shared):
+        """The new parameter from ``p`` and ``g`` (tensors without autodiff); updates ``state``.
+        ``shared`` caches, within one ``step``, values computed from a step count tensor, which
+        parameters that always step together share: computed once, not per parameter."""
         raise NotImplementedError
+
+    @staticmethod
+    def _advance(state, shared):
+        """The step count after this step (one tensor for every parameter of the same count)."""
+        step = state["step"]
+        key = ("step", id(step))
+        t = shared.get(key)
+        if t is None:
+            t = shared[key] = step + 1
+        state["step"] = t
+        return step, t
 
     def __repr__(self):
         return f"{type(self).__name__}({len(self._params)} parameters, lr={self.lr})"
@@ -119,20 +158,34 @@ class SGD(Optimizer):
         _check("SGD", "weight_decay", weight_decay, weight_decay >= 0)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params)
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
         self.dampening, self.nesterov, self.maximize = dampening, nesterov, maximize
+        super().__init__(params)   # (after the settings: they choose the state)
 
-    def _update(self, state, p, g):
+    _SHOWS_STEP = False   # torch's SGD keeps no step count
+    _STATE_KEYS = ("momentum_buffer",)
+
+    def _init_state(self, p):
+        state = super()._init_state(p)
+        if self.momentum != 0:
+            state["momentum_buffer"] = zeros_like(p)
+        return state
+
+    def _hyperparameters(self):
+        return (self.lr, self.momentum, self.weight_decay, self.dampening, self.nesterov,
+                self.maximize)
+
+    def _update(self, state, p, g, shared):
+        step, _ = self._advance(state, shared)
         d = -g if self.maximize else g
         if self.weight_decay != 0:
             d = d + p * self.weight_decay
         if self.momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = d   # torch clones the gradient: tensors are values here
+            buf = state["momentum_buffer"] * self.momentum
+            if self.dampening == 0:
+                buf = buf + d   # the first step: 0 * momentum + d, torch's clone of d
             else:
-                buf = buf * self.momentum + d * (1 - self.dampening)
+                buf = d.mask_where(step != 0, buf + d * (1 - self.dampening))   # first: d, as torch
             state["momentum_buffer"] = buf
             d = d + buf * self.momentum if self.nesterov else buf
         return p - d * self.lr
@@ -159,20 +212,34 @@ class Adam(Optimizer):
         _check(name, "epsilon", eps, eps >= 0)
         _check(name, "betas", betas, len(tuple(betas)) == 2 and all(0 <= b < 1 for b in betas))
         _check(name, "weight_decay", weight_decay, weight_decay >= 0)
-        super().__init__(params)
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.amsgrad, self.maximize = amsgrad, maximize
+        super().__init__(params)   # (after the settings: they choose the state)
 
-    def _update(self, state, p, g):
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-            if self.amsgrad:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        state["step"] += 1
-        t = state["step"]
+    _STATE_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+    def _init_state(self, p):
+        state = super()._init_state(p)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+        if self.amsgrad:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _hyperparameters(self):
+        return (self.lr, self.betas, self.eps, self.weight_decay, self.amsgrad, self.maximize,
+                self._decoupled)
+
+    def _update(self, state, p, g, shared):
+        step, t = self._advance(state, shared)
         beta1, beta2 = self.betas
+        key = ("adam", id(step), p.dtype)
+        scalars = shared.get(key)
+        if scalars is None:   # torch's step_size and bias_correction2_sqrt: float64, rounded once
+            step_size = (self.lr / (1 - beta1 ** t)).cast(p.dtype)
+            bc2_sqrt = (1 - beta2 ** t).sqrt().cast(p.dtype)
+            scalars = shared[key] = (step_size, bc2_sqrt)
+        step_size, bc2_sqrt = scalars
         d = -g if self.maximize else g
         if self.weight_decay != 0:
             if self._decoupled:
@@ -187,8 +254,8 @@ class Adam(Optimizer):
         state["exp_avg"], state["exp_avg_sq"] = m, v
         if self.amsgrad:
             v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
-        denom = v.sqrt() / math.sqrt(1 - beta2 ** t) + self.eps
-        return p - m / denom * (self.lr / (1 - beta1 ** t))
+        denom = v.sqrt() / bc2_sqrt + self.eps
+        return p - m / denom * step_size
 
 
 class AdamW(Adam):

@@ -13,6 +13,7 @@ import numpy as np
 from . import dispatch, layout, quant
 from . import dtypes as dt
 from .dispatch import apply, elementwise, normalize_dim, normalize_dims
+from .backends import recorder
 from .device import parse as parse_device
 from .ir import Op
 from .storage import TensorBase, make
@@ -133,14 +134,22 @@ class Tensor(TensorBase):
         return (self[i] for i in range(self._buf.shape[0]))
 
     # --- host interop -----------------------------------------------------------
-    def numpy(self):
-        """The data as a numpy array (zero-copy on the CPU; quantized tensors: dequantized)."""
+    def _host(self, what):
+        """The data as a numpy array: every read of a tensor's values goes through here, and
+        inside a traced ``ember.compile`` step it raises ``CompileError`` naming ``what``."""
+        if recorder() is not None:
+            from .compile import value_read
+            raise value_read(what)
         if self._dtype.quantized:
-            return self.dequantize().numpy()
+            return self.dequantize()._host(what)
         return self._device.backend.execute(Op.TO_HOST, self._data)
 
+    def numpy(self):
+        """The data as a numpy array (zero-copy on the CPU; quantized tensors: dequantized)."""
+        return self._host("numpy()")
+
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
+        a = self._host("np.asarray()")
         if dtype is not None:
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
@@ -149,10 +158,10 @@ class Tensor(TensorBase):
         """The value of a one-element tensor as a Python scalar."""
         if self.numel() != 1:
             raise ValueError(f"item: the tensor has {self.numel()} elements, not 1")
-        return self.numpy().reshape(()).item()
+        return self._host("item()").reshape(()).item()
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._host("tolist()").tolist()
 
     @property
     def __cuda_array_interface__(self):
@@ -162,30 +171,35 @@ class Tensor(TensorBase):
         return self._data.__cuda_array_interface__
 
     def __dlpack__(self, *args, **kwargs):
-        return self.numpy().__dlpack__(*args, **kwargs)
+        return self._host("__dlpack__()").__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self.numpy().__dlpack_device__()
+        return self._host("__dlpack_device__()").__dlpack_device__()
 
     def __bool__(self):
         if self.numel() != 1:
             raise ValueError("the truth value of a tensor with more than one element is ambiguous; "
                              "use .any() or .all()")
-        return bool(self.item())
+        return bool(self._scalar("bool()"))
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar("float()"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar("int()"))
+
+    def _scalar(self, what):
+        if self.numel() != 1:
+            raise ValueError(f"{what}: the tensor has {self.numel()} elements, not 1")
+        return self._host(what).reshape(()).item()
 
     def __index__(self):
         if self._dtype.kind is not dt.Int or self.numel() != 1:
             raise TypeError("only one-element Int tensors can be used as an index")
-        return int(self.item())
+        return int(self._scalar("__index__()"))
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        body = np.array2string(self._host("repr()"), separator=", ", prefix="tensor(")
         extra = f", dtype={self._dtype.name}"
         if self._device.type != "cpu":
             extra += f", device={self._device}"
@@ -207,7 +221,7 @@ class Tensor(TensorBase):
             return self
         if self._dtype.quantized:
             return quant.to_device(self, device)
-        host = self.numpy()
+        host = self._device.backend.execute(Op.TO_HOST, self._data)   # (a launch, not a read)
         return wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
 
     def clone(self):
@@ -914,8 +928,8 @@ class Tensor(TensorBase):
         """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
         if self._dtype.kind is not dt.Int:
             raise TypeError(f"one_hot: expected an Int tensor, got {self._dtype.name}")
-        if self.numel() and (self.min().item() < 0 or self.max().item() >= num_classes):
-            raise ValueError(f"one_hot: class values must lie in [0, {num_classes})")
+        dispatch.check_index_range("one_hot", self, num_classes, what="class value",
+                                   error=ValueError)
         from .creation import arange
         classes = arange(num_classes, device=self._device)
         return (self.unsqueeze(-1) == classes).cast(dt.int64)

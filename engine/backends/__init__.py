@@ -12,6 +12,44 @@ neither imports Numba's CUDA target nor compiles anything.  The CPU has one back
 has one per GPU index (its own stream and memory pool).
 """
 _BACKENDS = {}
+# ``ember.compile``'s recorder while it traces a step (``set_recorder``), else None: every
+# launch of every backend is reported to it (``recorder.launch(backend, op, inputs, params,
+# out)``), so the step replays exactly the launches its trace ran
+_recorder = None
+
+
+def set_recorder(recorder):
+    """Install ``recorder`` (None removes it); returns the previous one."""
+    global _recorder
+    previous, _recorder = _recorder, recorder
+    return previous
+
+
+def recorder():
+    """The recorder of the step being traced, or None."""
+    return _recorder
+
+
+class Backend:
+    """What every backend shares: ``execute`` runs an IR op through the backend's op table
+    (``_table``: op -> launcher(op, *inputs, **params)), and reports it while a step is traced."""
+
+    _table = {}
+
+    def execute(self, op, *inputs, **params):
+        """Run IR op ``op`` on storage ``inputs`` with static ``params``."""
+        out = self._table[op](op, *inputs, **params)
+        if _recorder is not None:
+            _recorder.launch(self, op, inputs, params, out)
+        return out
+
+    def elementwise(self, op, inputs, shape, dtype):
+        """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called
+        positionally: dispatch's entry for ops run at once (per-op overhead)."""
+        out = self._elementwise(op, inputs, shape, dtype)
+        if _recorder is not None:
+            _recorder.launch(self, op, inputs, {"shape": shape, "dtype": dtype}, out)
+        return out
 
 
 def get_backend(device_type, index=0):

@@ -396,10 +396,43 @@ def _table(cases):
     return out
 
 
+@pytest.fixture
+def unfused():
+    """Rows run their ops one kernel each: every distinct chain a row builds would otherwise
+    compile a fused kernel of its own (most of a cold run's time); fusion's equivalence is
+    checked on a subset below."""
+    previous = ember.fusion.set_enabled(False)
+    yield
+    ember.fusion.set_enabled(previous)
+
+
 @pytest.mark.devices
 @pytest.mark.parametrize("case", _table(CASES), ids=lambda c: c.name)
-def test_gradient(case, device):
+def test_gradient(case, device, unfused):
     check_case(case, device)
+
+
+# rows whose forward and backward are chains of elementwise ops (with reductions, broadcasting,
+# saved values and BALANCED recompute in them): fused, their gradients are the unfused ones
+FUSION_ROWS = ("tanh", "sigmoid", "gelu", "silu", "pow_tensor_tensor", "div", "maximum",
+               "clamp_tensor_bounds", "where", "softmax_last", "sum_dims_0_2",
+               "mlp_tanh_log_softmax_xent")
+
+
+@pytest.mark.parametrize("name", FUSION_ROWS)
+def test_gradient_fused_equals_unfused(name, device):
+    c = next(c for c in CASES if c.name == name)
+    previous = ember.fusion.set_enabled(False)
+    try:
+        want = gradients(c, device)
+        ember.fusion.set_enabled(True)
+        got = gradients(c, device)
+    finally:
+        ember.fusion.set_enabled(previous)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_array_equal(g, w, err_msg=f"{name}: fused gradient differs")
 
 
 # --- what finite differences cannot check ------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...ir import ELEMENTWISE, REDUCTIONS, Op
 from ...memory import CPU_POOL, empty
-from .. import check_table
+from .. import Backend, check_table
 from ..shared import cat_shape_and_fill
 from . import elementwise as ew
 from . import fused, index, quant, reduce, scan, softmax, sort
@@ -108,16 +108,12 @@ _TABLE = check_table("CpuBackend", {
 })
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     name = "cpu"
+    _table = _TABLE
 
-    def execute(self, op, *inputs, **params):
-        """Run IR op ``op`` on storage ``inputs`` (numpy arrays) with static ``params``."""
-        return _TABLE[op](op, *inputs, **params)
-
-    def elementwise(self, op, inputs, shape, dtype):
-        """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called
-        positionally: dispatch's entry for ops run at once (per-op overhead)."""
+    @staticmethod
+    def _elementwise(op, inputs, shape, dtype):
         return ew.elementwise_new(op.scalar, inputs, shape, dtype.np)
 
     # --- what the planning layer asks -------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 
 from ... import memory
 from ...ir import ELEMENTWISE, REDUCTIONS, Op
-from .. import check_table, get_backend
+from .. import Backend, check_table, get_backend
 from ..shared import c_strides, cat_shape_and_fill
 from . import elementwise as ew
 from . import fused, index, matmul, quant, reduce, scan, softmax, sort
@@ -92,7 +92,7 @@ _LAUNCHERS = {
 }
 
 
-class CudaBackend:
+class CudaBackend(Backend):
     name = "cuda"
 
     def __init__(self, index=0):
@@ -115,15 +115,20 @@ class CudaBackend:
         return self.cuda.gpus[self.index] if self._multi else contextlib.nullcontext()
 
     def execute(self, op, *inputs, **params):
-        """Run IR op ``op`` on ``CudaArray`` inputs with static ``params``."""
+        """Run IR op ``op`` on ``CudaArray`` inputs with static ``params`` (on this GPU)."""
         if self._multi:
             with self.cuda.gpus[self.index]:
-                return self._table[op](op, *inputs, **params)
-        return self._table[op](op, *inputs, **params)
+                return super().execute(op, *inputs, **params)
+        return super().execute(op, *inputs, **params)
+
+    def _elementwise(self, op, inputs, shape, dtype):
+        return self._table[op](op, *inputs, shape=shape, dtype=dtype)
 
     def elementwise(self, op, inputs, shape, dtype):
-        """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``."""
-        return self.execute(op, *inputs, shape=shape, dtype=dtype)
+        if self._multi:
+            with self.cuda.gpus[self.index]:
+                return super().elementwise(op, inputs, shape, dtype)
+        return super().elementwise(op, inputs, shape, dtype)
 
     # --- what the planning layer asks -------------------------------------------------------
     def prepare_chain(self, chain):
