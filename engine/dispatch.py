@@ -14,7 +14,7 @@ from . import fusion
 from .device import DeviceError, StrategyError
 from .device import parse as parse_device  # noqa: F401  (used by Tensor.to)
 from .fusion import Deferred
-from .ir import BOOL, FLOAT, Op
+from .ir import BOOL, FLOAT, TO_COMPLEX, TO_REAL, Op
 
 prod = math.prod
 
@@ -96,6 +96,14 @@ def normalize_dims(name, dim, ndim):
 def cast(t, dtype):
     if t._dtype is dtype:
         return t
+    if t._dtype.kind is dt.Complex and dtype.kind is not dt.Complex:
+        # complex -> real keeps the real part, as numpy's astype (without its warning);
+        # -> bool is ``!= 0``.  Two ops, so autodiff and the kernels see only real casts
+        if dtype is dt.bool_:
+            return elementwise(Op.NE, t, 0)
+        t = elementwise(Op.REAL, t)
+        if t._dtype is dtype:
+            return t
     return apply(Op.CAST, t, shape=t._buf.shape, dtype=dtype)
 
 
@@ -155,7 +163,7 @@ def operands(args, dtype, device):
 # operands, tensors and int, float or bool scalars, have a signature.  Per-op overhead on
 # small tensors: no promotion, kind check or list building per call.
 _PLANS = {}
-_SCALARS = frozenset((int, float, bool))
+_SCALARS = frozenset((int, float, bool, complex))
 
 
 def _plan(key, op, args):
@@ -164,11 +172,23 @@ def _plan(key, op, args):
     if not any(t._dtype.quantized for t in tensors):
         dtype = promote_args(tensors, args)
         if dtype.kind in op.kinds:
-            if op.result is FLOAT and dtype.kind is not dt.Float:
-                dtype = dt.float64
-            plan = (dtype, dt.bool_ if op.result is BOOL else dtype)
+            plan = _result(op, dtype)
     _PLANS[key] = plan
     return plan
+
+
+def _result(op, dtype):
+    """(dtype ``op`` computes in, result dtype) for operands promoted to ``dtype``."""
+    result = op.result
+    if result is FLOAT and (dtype.kind is dt.Int or dtype.kind is dt.Bool):
+        dtype = dt.float64
+    if result is BOOL:
+        return dtype, dt.bool_
+    if result is TO_REAL:
+        return dtype, dt.real_of(dtype)
+    if result is TO_COMPLEX:
+        return dtype, dt.complex_of(dtype)
+    return dtype, dtype
 
 
 def elementwise(op, *args):
@@ -238,9 +258,7 @@ def elementwise(op, *args):
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
         check_kind(op_name(op), op, wrap(None, first._device, dtype))
-    if op.result is FLOAT and dtype.kind is not dt.Float:
-        dtype = dt.float64
-    out_dtype = dt.bool_ if op.result is BOOL else dtype
+    dtype, out_dtype = _result(op, dtype)
     shape = first._buf.shape
     for t in tensors[1:]:
         if t._buf.shape != shape:
@@ -335,7 +353,7 @@ def _apply(op, inputs, shape, dtype, params, out_dtype):
         out_dtype = params.get("dtype") or inputs[0]._dtype
     if type(data) is tuple:
         outs = tuple(wrap(x, out_device, d) for x, d in zip(data, out_dtype))
-        if tracked and out_dtype[0].kind is dt.Float:
+        if tracked and (out_dtype[0].kind is dt.Float or out_dtype[0].kind is dt.Complex):
             record(op, inputs, params, outs)
         return outs
     out = _tensor_cls()   # wrap(), inlined
@@ -343,7 +361,7 @@ def _apply(op, inputs, shape, dtype, params, out_dtype):
     out._device = out_device
     out._dtype = out_dtype
     out._node = None
-    if tracked and out_dtype.kind is dt.Float:
+    if tracked and (out_dtype.kind is dt.Float or out_dtype.kind is dt.Complex):
         record(op, inputs, params, out)
     return out
 

@@ -215,7 +215,7 @@ def test_reduce_errors():
     with pytest.raises(TypeError):
         reduce.reduce("add", x.astype(np.float16), (0,), np.float16)
     with pytest.raises(TypeError):
-        reduce.reduce("add", x.astype(np.complex64), (0,), np.complex64)
+        reduce.reduce("add", x.astype(np.clongdouble), (0,), np.clongdouble)
     with pytest.raises(TypeError):
         reduce.reduce("logical_and", x, (0,), np.float32)
 

@@ -7,7 +7,8 @@ error.  Index arrays of any integer dtype are cast to int64.
 
 Pure data movement (gather, index_select, scatter with ``"assign"``) runs on
 an unsigned view of the same item size, so one compiled kernel per item size
-serves every dtype.
+serves every dtype; complex128 (16 bytes) moves its real and imaginary parts as
+two float64 arrays.
 
 The walks follow ``launch.elementwise``: operands arrive as a 1-D buffer plus
 an offset and element strides (``launch.operand``); dims other than the
@@ -237,7 +238,7 @@ def _pick(k, work, tasks=2):
 
 def _bits(x, name):
     """``x`` viewed as unsigned integers of the same item size (no copy)."""
-    if x.dtype.itemsize not in (1, 2, 4, 8) or x.dtype.kind not in "biuf":
+    if x.dtype.itemsize not in (1, 2, 4, 8) or x.dtype.kind not in "biufc":
         raise TypeError(f"{name}: unsupported dtype {x.dtype}")
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
@@ -288,6 +289,17 @@ def _merge(shape, axis, strides_list):
             [np.array(o, np.int64) for o in out_strides])
 
 
+def _by_parts(fn, x, *args):
+    """``fn`` (gather, index_select) of a complex128 ``x``: real and imaginary parts apart
+    (no unsigned view is 16 bytes wide), joined into one complex array."""
+    re, im = fn(x.real, *args), fn(x.imag, *args)
+    return launch.elementwise("make_complex", [re, im], launch.alloc(re.shape, x.dtype))
+
+
+def _wide(x):
+    return x.dtype.itemsize == 16 and x.dtype.kind == "c"
+
+
 def _c_strides(shape):
     strides = []
     s = 1
@@ -333,6 +345,8 @@ def gather(x, axis, index):
     Indices must lie in ``[0, x.shape[axis])`` (no negative indices).
     """
     x = np.asarray(x)
+    if _wide(x):
+        return _by_parts(gather, x, axis, index)
     _bits(x, "gather")  # the dtype check
     axis = normalize_axis("gather", axis, x.ndim)
     index = _int_index("gather", index)
@@ -362,6 +376,8 @@ def index_select(x, axis, indices):
     (0) and stays 0-d, as in PyTorch.
     """
     x = np.asarray(x)
+    if _wide(x):
+        return _by_parts(index_select, x, axis, indices)
     _bits(x, "index_select")  # the dtype check
     axis = normalize_axis("index_select", axis, x.ndim)
     indices = _int_index("index_select", indices)
@@ -403,6 +419,11 @@ def scatter(x, axis, index, values, reduce="assign"):
     x = np.asarray(x)
     if reduce not in ("assign", "add"):
         raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {reduce!r}")
+    if _wide(x):
+        v = _scatter_values(x, _int_index("scatter", index), values)
+        re = scatter(x.real, axis, index, v.real, reduce)
+        im = scatter(x.imag, axis, index, v.imag, reduce)
+        return launch.elementwise("make_complex", [re, im], launch.alloc(x.shape, x.dtype))
     _bits(x, "scatter")  # the dtype check
     axis = normalize_axis("scatter", axis, x.ndim)
     index = _int_index("scatter", index)

@@ -78,7 +78,8 @@ _NAMES = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min",
           "logical_and": "all", "logical_or": "any"}
 _DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64,
-    np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64))
+    np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64, np.complex64,
+    np.complex128))
 
 
 def fold_blocks(acc, src, at, step, w, nb, rows):
@@ -341,6 +342,8 @@ def fold_params(op, dtype, init, outer, n, inner):
     if op == "add" and init.dtype == np.float32:
         # float32 lanes for FLUSH blocks at a time, then float64: as accurate as a pairwise sum
         winit, flush = np.float64(0), FLUSH
+    elif op == "add" and init.dtype == np.complex64:   # the same for complex64 into complex128
+        winit, flush = np.complex128(0), FLUSH
     else:
         winit, flush = init, n
     # ROWS blocks per pass, over PACK_ROWS lanes, where the loop stays light.  From memory,
