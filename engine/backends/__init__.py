@@ -42,6 +42,7 @@ def op_table(b):
         Op.SLICE_ASSIGN: b._slice_assign, Op.CAT: b._cat,
         Op.FULL: b._full, Op.ARANGE: b._arange, Op.FROM_HOST: b._from_host,
         Op.TO_HOST: b._to_host, Op.RANDOM: b._random,
+        Op.FFT: b._fft, Op.RFFT: b._rfft, Op.IRFFT: b._irfft,
     })
     missing = set(Op) - set(table)
     assert not missing, f"{type(b).__name__} lacks {missing}"

@@ -77,6 +77,19 @@ class CpuBackend:
     def _nonzero(self, op, x, dtype=None):
         return self._index.nonzero(x)
 
+    # --- Fourier transforms (SciPy: engine/backends/cpu_fft.py) ---------------------
+    def _fft(self, op, x, *, dims, inverse, norm, dtype):
+        from . import cpu_fft
+        return cpu_fft.fft(x, dims, inverse, norm)
+
+    def _rfft(self, op, x, *, dims, norm, dtype):
+        from . import cpu_fft
+        return cpu_fft.rfft(x, dims, norm)
+
+    def _irfft(self, op, x, *, dims, n, norm, dtype):
+        from . import cpu_fft
+        return cpu_fft.irfft(x, dims, n, norm)
+
     # --- layout ---------------------------------------------------------------
     def _reshape(self, op, x, *, shape):
         return x.reshape(shape)

@@ -477,6 +477,19 @@ class CudaBackend:
             self._launch(kern, self._b.grid(n), self._b.THREADS, cum.buf, out.buf, x.shape, n)
         return out
 
+    # --- Fourier transforms (cuFFT: engine/backends/cuda_fft.py) ---------------------
+    def _fft(self, op, x, *, dims, inverse, norm, dtype):
+        from . import cuda_fft
+        return cuda_fft.fft(self, x, dims, inverse, norm)
+
+    def _rfft(self, op, x, *, dims, norm, dtype):
+        from . import cuda_fft
+        return cuda_fft.rfft(self, x, dims, norm)
+
+    def _irfft(self, op, x, *, dims, n, norm, dtype):
+        from . import cuda_fft
+        return cuda_fft.irfft(self, x, dims, n, norm)
+
     # --- layout ---------------------------------------------------------------
     def _reshape(self, op, x, *, shape):
         shape = tuple(shape)
