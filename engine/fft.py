@@ -58,7 +58,7 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None):
 
 
 def fftn(input, s=None, dim=None, norm=None):
-    """The N-D transform over ``dim`` (all dims, or the last ``len(s)`` when only ``s`` is given)."""
+    """The N-D transform over ``dim`` (all dims, or the last ``len(s)`` with only ``s``)."""
     return _c2c("fftn", input, s, dim, norm, inverse=False)
 
 
@@ -148,7 +148,9 @@ def _r2c(name, x, s, dim, norm):
     if not isinstance(x, dispatch._tensor_cls):
         raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
     if x.dtype.kind is not dt.Float:
-        hint = f"; use {name.replace('r', '', 1)} for complex input" if x.dtype.kind is dt.Complex and name.startswith("r") else ""
+        hint = ""
+        if x.dtype.kind is dt.Complex and name.startswith("r"):
+            hint = f"; use {name[1:]} for complex input"
         raise TypeError(f"{name}: expected a real Float tensor, got {x.dtype.kind.name} "
                         f"({x.dtype.name}){hint}")
     dims, sizes = _dims(name, x, s, dim)
@@ -245,7 +247,8 @@ def _resize(name, x, dims, sizes):
     for d, n in zip(dims, sizes):
         padded[d] = max(n, padded[d])
     from .creation import zeros
-    return zeros(tuple(padded), dtype=x.dtype, device=x.device).slice_assign(tuple(slice(0, n) for n in x.shape), x)
+    base = zeros(tuple(padded), dtype=x.dtype, device=x.device)
+    return base.slice_assign(tuple(slice(0, n) for n in x.shape), x)
 
 
 def _check_count(name, n):
@@ -272,7 +275,7 @@ def _shift(name, x, dim, inverse):
     return x
 
 
-# --- gradients (autograd/rules.py reads these) -----------------------------------------------------
+# --- gradients (autograd/rules.py reads these) ------------------------------------------------
 def dual(norm):
     """The norm of a transform's adjoint: the inverse transform with the other scaling."""
     return _DUAL[norm]

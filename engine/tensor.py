@@ -348,7 +348,8 @@ class Tensor:
 
     def _grad_key(self):
         node = self._node
-        if not self._device._autodiff or node is None or not node.leaf or not dt.differentiable(self._dtype):
+        if (not self._device._autodiff or node is None or not node.leaf
+                or not dt.differentiable(self._dtype)):
             return None
         return node
 
@@ -699,7 +700,8 @@ class Tensor:
     def mean(self, dim=None, keepdim=False):
         """Mean over ``dim``; integer tensors give float64 (numpy)."""
         dispatch.check_kind("mean", Op.SUM, self)
-        x = self if dt.differentiable(self._dtype) else self.cast(dt.float64)
+        kind = self._dtype.kind
+        x = self if kind is dt.Float or kind is dt.Complex else self.cast(dt.float64)
         axes = normalize_dims("mean", dim, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         return x.sum(dim, keepdim) / count
@@ -1033,7 +1035,9 @@ def _reduce(op, t, dim, keepdim):
     if op is Op.ANY_ or op is Op.ALL:
         x, dtype = (t if t._dtype is dt.bool_ else t != 0), dt.bool_
     elif op is Op.SUM or op is Op.PROD:
-        x, dtype = t, (t._dtype if dt.differentiable(t._dtype) else dt.int64)
+        # (a quantized tensor keeps its QFloat dtype: quant.apply reduces it)
+        x, dtype = t, (t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex
+                       else dt.int64)
     else:
         x, dtype = t, t._dtype
     if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
@@ -1065,7 +1069,7 @@ def _scan(op, t, dim):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
     axis = normalize_dim(name, dim, t.ndim)
-    dtype = t._dtype if dt.differentiable(t._dtype) else dt.int64
+    dtype = t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex else dt.int64
     if t.ndim == 0:
         return t.cast(dtype)
     return apply(op, t, axis=axis, dtype=dtype)
