@@ -118,10 +118,8 @@ def test_fft_matches_numpy_and_torch(name, kw, dtype, shape, rng):
 @pytest.mark.parametrize("dtype", COMPLEX)
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
 def test_long_1d_transform(inverse, dtype, norm, rng):
-    """Long 1-D transforms take the four-step split over threads (engine/backends/cpu_fft.py)."""
-    from ember.backends import cpu_fft
+    """A long 1-D transform in single precision stays accurate against a complex128 one."""
     n = 1 << 18
-    assert n >= cpu_fft.SPLIT_MIN
     a = _data(rng, (n,), dtype)
     fn = "ifft" if inverse else "fft"
     got = getattr(ember.fft, fn)(as_tensor(a), norm=norm).numpy()

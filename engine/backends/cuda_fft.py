@@ -161,8 +161,8 @@ def _execute(b, kind, inverse, n, in_sizes, out_sizes, batch, x, out):
 
 
 def _stream(b):
-    h = b.stream.handle
-    return int(getattr(h, "value", h) or 0)
+    from .cuda import _stream_handle
+    return _stream_handle(b.stream) or 0   # (0: the default stream)
 
 
 def _host_stand_in(b, kind, inverse, n, batch, x, out):
