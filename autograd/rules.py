@@ -10,11 +10,19 @@ gradient, and returns one gradient per input,
 ``None`` where there is none.  Rules are written with tensor ops on tensors
 without autodiff, so they run on every device, and return gradients in the
 shape of the op's output: the walk sums them back to broadcast inputs.
+
+Complex values follow PyTorch's convention: the gradient of a real loss ``L`` with respect
+to ``z = x + iy`` is ``dL/dx + i dL/dy`` (twice the conjugate Wirtinger derivative).  A
+holomorphic ``f`` then passes ``g * conj(f'(z))`` back, which is its real rule's formula with
+the saved values conjugated (``holomorphic``); ``COMPLEX_RULES`` holds the rules of ops
+whose first input is complex where they differ from ``RULES``, and ``graph.record`` takes
+them from there.
 """
 import math
 from typing import Callable, NamedTuple
 
 from ember import dispatch
+from ember import dtypes as dt
 from ember.ir import Op
 
 
@@ -239,6 +247,84 @@ def _cat(s, g):
     return tuple(p if need else None for p, need in zip(pieces, s.parents))
 
 
+# --- complex numbers ---------------------------------------------------------------------
+class _Conjugated:
+    """A step seen with its saved values conjugated (what ``holomorphic`` rules read)."""
+
+    __slots__ = ("x", "out", "params", "shapes", "dtypes", "parents")
+
+    def __init__(self, s):
+        self.x = tuple(None if v is None else v.conj() for v in s.x)
+        self.out = None if s.out is None else s.out.conj()
+        self.params = s.params
+        self.shapes = s.shapes
+        self.dtypes = s.dtypes
+        self.parents = s.parents
+
+
+def holomorphic(rule):
+    """``rule`` for complex inputs of a holomorphic op: ``g * conj(f'(z))`` is the real rule's
+    formula (a polynomial or analytic function with real coefficients in the saved values,
+    linear in ``g``) evaluated on the conjugated values."""
+    backward = rule.backward
+    return Rule(rule.deps, lambda s, g: backward(_Conjugated(s), g))
+
+
+def _complex_sign(s, g):
+    # sgn(z) = z / |z| turns with z's angle only: d sgn = i sgn d(angle), so the gradient is
+    # Re(conj(g) i sgn) times angle's (i z / |z|^2 = i sgn / |z|); 0 at z = 0
+    z = s.x[0]
+    r = z.abs()
+    sgn = z.sign()
+    turn = (g.conj() * sgn * 1j).real
+    return ((turn / r.mask_fill(r == 0, 1)) * sgn * 1j).mask_fill(r == 0, 0)
+
+
+def _complex_angle(s, g):
+    # angle(x + iy) = atan2(y, x): dL/dx + i dL/dy = g (-y + ix) / |z|^2 = g i z / |z|^2; 0 at 0
+    z = s.x[0]
+    r2 = z.real * z.real + z.imag * z.imag
+    return (g * z * 1j / r2.mask_fill(r2 == 0, 1)).mask_fill(r2 == 0, 0)
+
+
+def _imag(s, g):
+    # imag(x + iy) = y: the gradient is i g
+    return dispatch.elementwise(Op.COMPLEX, 0.0, g)
+
+
+# --- Fourier transforms (ember.fft): the gradient of a transform is its adjoint -------------
+def _fft(s, g):
+    # the adjoint of a DFT is the inverse DFT with the dual norm's scaling
+    from ember import fft
+    p = s.params
+    return dispatch.apply(Op.FFT, g, dims=p["dims"], inverse=not p["inverse"],
+                          norm=fft.dual(p["norm"]), dtype=g.dtype)
+
+
+def _rfft(s, g):
+    # rfft keeps the first n // 2 + 1 outputs of a complex DFT of a real signal: its adjoint is
+    # the real part of the inverse DFT of g padded with zeros, which is irfft (dual norm) of g
+    # with the frequencies that have conjugate twins halved (irfft counts each twice)
+    from ember import fft
+    p = s.params
+    dims = p["dims"]
+    n = s.shapes[0][dims[-1]]
+    w = fft.one_sided_weights(n, dims[-1], g.ndim, dt.real_of(g.dtype), g.device)
+    return dispatch.apply(Op.IRFFT, g / w, dims=dims, n=n, norm=fft.dual(p["norm"]),
+                          dtype=s.dtypes[0])
+
+
+def _irfft(s, g):
+    # irfft reads each one-sided value once or, standing for its conjugate twin too, twice:
+    # the adjoint is rfft (dual norm) of g with those frequencies doubled
+    from ember import fft
+    p = s.params
+    dims = p["dims"]
+    w = fft.one_sided_weights(p["n"], dims[-1], g.ndim, g.dtype, g.device)
+    return dispatch.apply(Op.RFFT, g, dims=dims, norm=fft.dual(p["norm"]),
+                          dtype=s.dtypes[0]) * w
+
+
 OUT = "out"
 
 RULES = {
@@ -262,6 +348,10 @@ RULES = {
     Op.RELU: unary((0,), lambda s, g: g.mask_fill(s.x[0] <= 0, 0)),
     Op.GELU: unary((0,), _gelu),
     Op.SILU: unary((0,), _silu),
+    Op.CONJ: unary((), lambda s, g: g.conj()),
+    Op.REAL: unary((), lambda s, g: g.cast(s.dtypes[0])),
+    Op.IMAG: unary((), _imag),
+    Op.ANGLE: unary((), _no_grad),   # of a real tensor: 0 or pi, flat
     Op.ROUND: unary((), _no_grad),
     Op.FLOOR: unary((), _no_grad),
     Op.CEIL: unary((), _no_grad),
@@ -280,6 +370,8 @@ RULES = {
     Op.MAXIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=True)),
     Op.MINIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=False)),
     Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
+    Op.COMPLEX: Rule(((), ()), lambda s, g: (_if(s.parents[0], lambda: g.real),
+                                             _if(s.parents[1], lambda: g.imag))),
     # (g, y) -> g * (1 - y*y): d/dg = 1 - y*y, d/dy = -2 g y
     Op.TANH_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
         dispatch.elementwise(Op.TANH_GRAD, g, s.x[1]) if s.parents[0] else None,
@@ -305,6 +397,9 @@ RULES = {
     Op.GATHER: Rule(((1,), ()), _gather),
     Op.SCATTER: Rule(((1,), (), (1,)), _scatter),
     Op.INDEX_SELECT: Rule(((1,), ()), _index_select),
+    Op.FFT: unary((), _fft),
+    Op.RFFT: unary((), _rfft),
+    Op.IRFFT: unary((), _irfft),
     # layout
     Op.RESHAPE: unary((), lambda s, g: g.reshape(s.shapes[0])),
     Op.PERMUTE: unary((), _permute),
@@ -315,3 +410,15 @@ RULES = {
     Op.SLICE_ASSIGN: Rule(((), ()), _slice_assign),
     Op.CAT: Rule((), _cat),  # variadic; no input's gradient reads anything
 }
+
+
+# ops whose first input is complex: where the rule differs from RULES (graph.record)
+COMPLEX_RULES = {op: holomorphic(RULES[op]) for op in (
+    Op.MUL, Op.DIV, Op.POW, Op.EXP, Op.LOG, Op.SQRT, Op.RSQRT, Op.RECIP, Op.SIN, Op.COS,
+    Op.TAN, Op.PROD, Op.CUMPROD, Op.MATMUL)}
+COMPLEX_RULES.update({
+    # tanh' = 1 - tanh^2 (TANH_GRAD is a real op)
+    Op.TANH: unary((OUT,), lambda s, g: g * (1 - s.out.conj() * s.out.conj())),
+    Op.SIGN: unary((0,), _complex_sign),
+    Op.ANGLE: unary((0,), _complex_angle),
+})

@@ -9,10 +9,11 @@ from .compile import CompileError, compile
 from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, from_dlpack, from_numpy, full,
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
+from .complex_ops import angle, complex, conj, imag, is_complex, polar, real
 from .device import (CheckpointingStrategy, Device, DeviceError, StrategyError, empty_cache,
                      memory_stats, set_default_device)
-from .dtypes import (Bool, DType, Float, Int, Kind, QFloat, bool_, float32, float64, int8, int16,
-                     int32, int64, uint8)
+from .dtypes import (Bool, Complex, DType, Float, Int, Kind, QFloat, bool_, complex64, complex128,
+                     float32, float64, int8, int16, int32, int64, uint8)
 from .ir import Op
 from .quant import (QuantScheme, QuantStore, QuantValue, get_quant_propagation,
                     set_quant_propagation)
@@ -25,7 +26,7 @@ def __getattr__(name):
     if name in ("Gradients", "AutodiffError", "NotTrackedError", "GraphConsumedError"):
         from .autograd import graph
         return getattr(graph, name)
-    if name in ("nn", "optim", "distributed"):
+    if name in ("nn", "optim", "distributed", "fft"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -34,12 +35,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "Device", "DeviceError", "StrategyError", "CheckpointingStrategy", "set_default_device", "Op",
-    "DType", "Kind", "Float", "Int", "Bool", "QFloat",
-    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
+    "DType", "Kind", "Float", "Int", "Bool", "Complex", "QFloat",
+    "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_", "complex64",
+    "complex128",
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
     "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim", "distributed",
     "QuantScheme", "QuantValue", "QuantStore", "set_quant_propagation", "get_quant_propagation",
     "from_cuda_array", "empty_cache", "memory_stats", "synchronize", "benchmark",
     "compile", "CompileError",
+    "complex", "polar", "real", "imag", "conj", "angle", "is_complex", "fft",
 ]

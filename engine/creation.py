@@ -18,8 +18,8 @@ def _from_host(array, dtype, device):
 def tensor(data, dtype=None, device=None):
     """A tensor from a scalar, a nested list, a numpy array or a tensor (always a copy).
 
-    Python floats become float32 and ints int64 unless ``dtype`` says otherwise;
-    numpy arrays keep their dtype.
+    Python floats become float32, complex numbers complex64 and ints int64 unless
+    ``dtype`` says otherwise; numpy arrays keep their dtype.
 
     >>> ember.tensor([[1, 2], [3, 4]]).dtype
     ember.int64
@@ -47,10 +47,15 @@ def tensor(data, dtype=None, device=None):
             d = dt.DEFAULT_INT
         elif array.dtype.kind == "b":
             d = dt.bool_
+        elif array.dtype.kind == "c":
+            d = dt.DEFAULT_COMPLEX
         else:
             raise TypeError(f"tensor: cannot make a tensor from {array.dtype} data")
     if array.dtype != d.np:
-        if d.kind is not dt.Float and array.dtype.kind == "f" and not np.isfinite(array).all():
+        if array.dtype.kind == "c" and d.kind is not dt.Complex:
+            array = array.real   # complex -> real keeps the real part, as Tensor.cast
+        if (d.kind is not dt.Float and d.kind is not dt.Complex and array.dtype.kind == "f"
+                and not np.isfinite(array).all()):
             raise ValueError(f"tensor: cannot convert NaN or infinite values to {d.name}")
         array = array.astype(d.np)
     if not array.flags.c_contiguous:
@@ -90,7 +95,9 @@ def full(shape, fill_value, dtype=None, device=None):
     shape = layout.creation_shape("full", (shape,) if isinstance(shape, numbers.Integral) else shape)
     if dtype is None:
         dtype = (dt.bool_ if isinstance(fill_value, (bool, np.bool_)) else
-                 dt.DEFAULT_INT if isinstance(fill_value, numbers.Integral) else dt.DEFAULT_FLOAT)
+                 dt.DEFAULT_INT if isinstance(fill_value, numbers.Integral) else
+                 dt.DEFAULT_COMPLEX if isinstance(fill_value, complex | np.complexfloating) else
+                 dt.DEFAULT_FLOAT)
     d = dt.as_dtype(dtype)
     device = parse_device(device)
     data = device.backend.execute(Op.FULL, shape=shape, value=fill_value, dtype=d)

@@ -17,7 +17,7 @@ from . import dtypes as dt
 from . import fusion
 from . import quant
 from .device import DeviceError, StrategyError
-from .ir import BOOL, FLOAT, Op
+from .ir import BOOL, FLOAT, TO_COMPLEX, TO_REAL, Op
 from .storage import TensorBase, make
 
 prod = math.prod
@@ -106,6 +106,14 @@ def _index_in_range(name, size, dim, what, error, lo, hi):
 def cast(t, dtype):
     if t._dtype is dtype:
         return t
+    if t._dtype.kind is dt.Complex and dtype.kind is not dt.Complex:
+        # complex -> real keeps the real part, as numpy's astype (without its warning);
+        # -> bool is ``!= 0``.  Two ops, so autodiff and the kernels see only real casts
+        if dtype is dt.bool_:
+            return elementwise(Op.NE, t, 0)
+        t = elementwise(Op.REAL, t)
+        if t._dtype is dtype:
+            return t
     return _apply(Op.CAST, (t,), t._buf.shape, dtype, None, None)
 
 
@@ -163,7 +171,7 @@ def promote_args(tensors, args):
 # scalars, and kinds the op refuses: it raises there).  Per-op overhead on small tensors: no
 # promotion, kind check or list building per call.
 _PLANS = {}
-_SCALARS = frozenset((int, float, bool))
+_SCALARS = frozenset((int, float, bool, complex))
 
 
 def _plan(key, op, args):
@@ -172,11 +180,23 @@ def _plan(key, op, args):
     if not any(t._dtype.quantized for t in tensors):
         dtype = promote_args(tensors, args)
         if dtype.kind in op.kinds:
-            if op.result is FLOAT and dtype.kind is not dt.Float:
-                dtype = dt.float64
-            plan = (dtype, dt.bool_ if op.result is BOOL else dtype)
+            plan = _result(op, dtype)
     _PLANS[key] = plan
     return plan
+
+
+def _result(op, dtype):
+    """(dtype ``op`` computes in, result dtype) for operands promoted to ``dtype``."""
+    result = op.result
+    if result is FLOAT and (dtype.kind is dt.Int or dtype.kind is dt.Bool):
+        dtype = dt.float64
+    if result is BOOL:
+        return dtype, dt.bool_
+    if result is TO_REAL:
+        return dtype, dt.real_of(dtype)
+    if result is TO_COMPLEX:
+        return dtype, dt.complex_of(dtype)
+    return dtype, dtype
 
 
 def elementwise(op, *args):
@@ -242,9 +262,7 @@ def _elementwise_checked(op, args):
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
         check_kind(op_name(op), op, make(type(first), None, first._device, dtype))
-    if op.result is FLOAT and dtype.kind is not dt.Float:
-        dtype = dt.float64
-    out_dtype = dt.bool_ if op.result is BOOL else dtype
+    dtype, out_dtype = _result(op, dtype)
     shape = broadcast_shapes(op, *(t._buf.shape for t in tensors))
     return _apply(op, _operands(args, dtype, first), shape, out_dtype, None, None)
 
@@ -310,7 +328,7 @@ def _apply(op, inputs, shape, dtype, params, out_dtype):
     cls = type(inputs[0])
     if type(data) is tuple:
         out = tuple(make(cls, x, out_device, d) for x, d in zip(data, out_dtype))
-        if tracked and out_dtype[0].kind is dt.Float:
+        if tracked and out_dtype[0].kind in _RECORDED:
             _record(op, inputs, params, out)
         return out
     out = cls()   # make(), inlined
@@ -318,9 +336,12 @@ def _apply(op, inputs, shape, dtype, params, out_dtype):
     out._device = out_device
     out._dtype = out_dtype
     out._node = None
-    if tracked and out_dtype.kind is dt.Float:
+    if tracked and out_dtype.kind in _RECORDED:
         _record(op, inputs, params, out)
     return out
+
+
+_RECORDED = frozenset((dt.Float, dt.Complex))   # the kinds that take gradients
 
 
 def _join_devices(op, first, out_device, d):

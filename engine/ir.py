@@ -9,20 +9,29 @@ Elementwise ops carry the name of their scalar function in
 
 - ``SAME``: the promoted input dtype,
 - ``BOOL``: a bool tensor (comparisons, predicates),
-- ``FLOAT``: the promoted dtype, or float64 for integer inputs (true division).
+- ``FLOAT``: the promoted dtype, or float64 for integer inputs (true division),
+- ``TO_REAL``: the promoted dtype, or the dtype of its parts for a complex one (abs, angle),
+- ``TO_COMPLEX``: the complex dtype of the promoted (float) dtype (``complex(re, im)``).
+
+Kinds: ``NUM`` (ordered numbers: comparisons, max/min, sort) and ``FLT`` (real functions:
+relu, floor, erf) leave Complex out; ``NUMC`` (arithmetic) and ``FLTC`` (exp, log, sqrt,
+sin, ...) take it.
 """
 import enum
 
-from .dtypes import Bool, Float, Int
+from .dtypes import Bool, Complex, Float, Int
 
-ANY = frozenset((Float, Int, Bool))
+ANY = frozenset((Float, Int, Bool, Complex))
 NUM = frozenset((Float, Int))
+NUMC = frozenset((Float, Int, Complex))
 FLT = frozenset((Float,))
+FLTC = frozenset((Float, Complex))
+CPX = frozenset((Complex,))
 INT = frozenset((Int,))
 INT_BOOL = frozenset((Int, Bool))
 BOOL_ONLY = frozenset((Bool,))
 
-SAME, BOOL, FLOAT = "same", "bool", "float"
+SAME, BOOL, FLOAT, TO_REAL, TO_COMPLEX = "same", "bool", "float", "real", "complex"
 
 
 class Op(enum.Enum):
@@ -38,19 +47,19 @@ class Op(enum.Enum):
 
     # --- elementwise, one operand
     CAST = ("identity",)
-    NEG = ("neg", NUM)
-    ABS = ("absolute", NUM)
-    SIGN = ("sign", NUM)
-    EXP = ("exp", FLT)
-    LOG = ("log", FLT)
+    NEG = ("neg", NUMC)
+    ABS = ("absolute", NUMC, TO_REAL)
+    SIGN = ("sign", NUMC)
+    EXP = ("exp", FLTC)
+    LOG = ("log", FLTC)
     LOG1P = ("log1p", FLT)
-    SQRT = ("sqrt", FLT)
-    RSQRT = ("rsqrt", FLT)
-    RECIP = ("recip", FLT)
-    SIN = ("sin", FLT)
-    COS = ("cos", FLT)
-    TAN = ("tan", FLT)
-    TANH = ("tanh", FLT)
+    SQRT = ("sqrt", FLTC)
+    RSQRT = ("rsqrt", FLTC)
+    RECIP = ("recip", FLTC)
+    SIN = ("sin", FLTC)
+    COS = ("cos", FLTC)
+    TAN = ("tan", FLTC)
+    TANH = ("tanh", FLTC)
     SIGMOID = ("sigmoid", FLT)
     ERF = ("erf", FLT)
     RELU = ("relu", FLT)
@@ -65,14 +74,19 @@ class Op(enum.Enum):
     ISFINITE = ("isfinite", FLT, BOOL)
     BIT_NOT = ("bit_not", INT)
     LOGICAL_NOT = ("logical_not", BOOL_ONLY)
+    # complex parts (Tensor.real/imag/conj of a real tensor give it, or zeros, without an op)
+    CONJ = ("conj", CPX)
+    REAL = ("real", CPX, TO_REAL)
+    IMAG = ("imag", CPX, TO_REAL)
+    ANGLE = ("angle", FLTC, TO_REAL)
     # --- elementwise, two operands
-    ADD = ("add", NUM)
-    SUB = ("sub", NUM)
-    MUL = ("mul", NUM)
-    DIV = ("truediv", NUM, FLOAT)
+    ADD = ("add", NUMC)
+    SUB = ("sub", NUMC)
+    MUL = ("mul", NUMC)
+    DIV = ("truediv", NUMC, FLOAT)
     FLOORDIV = ("floordiv", NUM)
     MOD = ("mod", NUM)
-    POW = ("power", NUM)
+    POW = ("power", NUMC)
     MAXIMUM = ("maximum", NUM)
     MINIMUM = ("minimum", NUM)
     EQ = ("eq", ANY, BOOL)
@@ -86,6 +100,7 @@ class Op(enum.Enum):
     XOR = ("bit_xor", INT_BOOL)
     SHL = ("shl", INT)
     SHR = ("shr", INT)
+    COMPLEX = ("make_complex", FLT, TO_COMPLEX)   # (real part, imaginary part) -> complex
     # backward formulas of the autodiff rules, one op each (PyTorch's tanh_backward):
     # (g, y) -> g * (1 - y*y) and g * y * (1 - y), y the forward op's output
     TANH_GRAD = ("tanh_grad", FLT)
@@ -109,13 +124,17 @@ class Op(enum.Enum):
     SOFTMAX = ("softmax", FLT)
     LOG_SOFTMAX = ("log_softmax", FLT)
     # --- linear algebra, sorting, indexing
-    MATMUL = ("matmul", NUM)
+    MATMUL = ("matmul", NUMC)
     SORT = ("sort", NUM)
     TOPK = ("topk", NUM)
     GATHER = ("gather",)
     SCATTER = ("scatter",)
     INDEX_SELECT = ("index_select",)
     NONZERO = ("nonzero",)
+    # --- discrete Fourier transforms over ``dims`` (ember.fft; params: dims, norm, dtype)
+    FFT = ("fft", CPX)      # complex -> complex; param inverse (the +i sign and its scaling)
+    RFFT = ("rfft", FLT)    # real -> complex, the last of dims cut to n // 2 + 1
+    IRFFT = ("irfft", CPX)  # complex (n // 2 + 1 along the last of dims) -> real; param n
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)
@@ -152,8 +171,8 @@ class Op(enum.Enum):
 
 ELEMENTWISE = frozenset(Op[n] for n in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU "
-    "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT ADD SUB MUL "
-    "DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR TANH_GRAD "
-    "SIGMOID_GRAD WHERE CLAMP"
+    "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT CONJ REAL IMAG "
+    "ANGLE ADD SUB MUL DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR "
+    "COMPLEX TANH_GRAD SIGMOID_GRAD WHERE CLAMP"
 ).split())
 REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY_, Op.ALL))

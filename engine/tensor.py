@@ -34,7 +34,7 @@ def wrap(data, device, dtype, node=None):
 
 
 class Tensor(TensorBase):
-    """An n-dimensional array on a device, of kind Float, Int or Bool.
+    """An n-dimensional array on a device, of kind Float, Int, Bool or Complex.
 
     >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     >>> (x * 2 + 1).sum(dim=1)
@@ -62,7 +62,7 @@ class Tensor(TensorBase):
 
     @property
     def kind(self):
-        """``ember.Float``, ``ember.Int`` or ``ember.Bool``."""
+        """``ember.Float``, ``ember.Int``, ``ember.Bool`` or ``ember.Complex``."""
         return self._dtype.kind
 
     @property
@@ -185,6 +185,9 @@ class Tensor(TensorBase):
     def __float__(self):
         return float(self._scalar("float()"))
 
+    def __complex__(self):
+        return complex(self._scalar("complex()"))
+
     def __int__(self):
         return int(self._scalar("int()"))
 
@@ -268,15 +271,18 @@ class Tensor(TensorBase):
                              self._node)
 
     def require_grad(self):
-        """This float leaf, marked so that backward keeps its gradient: ``w = w.require_grad()``."""
+        """This float (or complex) leaf, marked so that backward keeps its gradient:
+        ``w = w.require_grad()``.  A complex leaf's gradient follows PyTorch: for a real loss
+        ``L`` of ``z = x + iy`` it is ``dL/dx + i dL/dy``."""
         return self.set_require_grad(True)
 
     def set_require_grad(self, flag):
         """Mark (``True``) or unmark (``False``: a fresh untracked leaf) this leaf."""
         if not self._device._autodiff:
             return self
-        if self._dtype.kind is not dt.Float or self.is_quantized:
-            raise TypeError(f"require_grad: only Float tensors take gradients, got {self._dtype.name}")
+        if not dt.differentiable(self._dtype):
+            raise TypeError("require_grad: only Float and Complex tensors take gradients, got "
+                            f"{self._dtype.name}")
         node = self._node
         if not flag:
             return self if node is None else wrap(self._buf, self._device, self._dtype)
@@ -341,7 +347,8 @@ class Tensor(TensorBase):
 
     def _grad_key(self):
         node = self._node
-        if not self._device._autodiff or node is None or not node.leaf or self._dtype.kind is not dt.Float:
+        if (not self._device._autodiff or node is None or not node.leaf
+                or not dt.differentiable(self._dtype)):
             return None
         return node
 
@@ -484,8 +491,10 @@ class Tensor(TensorBase):
 
     def all_close(self, other, rtol=1e-5, atol=1e-8):
         """True when ``|self - other| <= atol + rtol * |other|`` everywhere (NaN never matches)."""
-        diff = (self.cast(dt.float64) - other).abs()
-        bound = (other.cast(dt.float64).abs() if _is_tensor(other) else abs(other)) * rtol + atol
+        wide = dt.complex128 if self._dtype.kind is dt.Complex or (
+            _is_tensor(other) and other._dtype.kind is dt.Complex) else dt.float64
+        diff = (self.cast(wide) - other).abs()
+        bound = (other.cast(wide).abs() if _is_tensor(other) else abs(other)) * rtol + atol
         return bool((diff <= bound).all().item())
 
     allclose = all_close
@@ -590,13 +599,58 @@ class Tensor(TensorBase):
         return elementwise(Op.TRUNC, self)
 
     def is_nan(self):
+        """True where the value is NaN (complex: either part)."""
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_nan() | self.imag.is_nan()
         return elementwise(Op.ISNAN, self)
 
     def is_inf(self):
+        """True where the value is infinite (complex: either part, as numpy)."""
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_inf() | self.imag.is_inf()
         return elementwise(Op.ISINF, self)
 
     def is_finite(self):
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_finite() & self.imag.is_finite()
         return elementwise(Op.ISFINITE, self)
+
+    # --- complex numbers -------------------------------------------------------------
+    @property
+    def real(self):
+        """The real part: a float tensor for a complex one, the tensor itself otherwise.
+
+        >>> ember.tensor([1 + 2j, 3 - 1j]).real
+        tensor([1., 3.], dtype=float32)
+        """
+        if self._dtype.kind is not dt.Complex:
+            return self
+        return elementwise(Op.REAL, self)
+
+    @property
+    def imag(self):
+        """The imaginary part: a float tensor for a complex one, zeros of this dtype otherwise
+        (numpy)."""
+        if self._dtype.kind is not dt.Complex:
+            from .creation import zeros_like
+            return zeros_like(self)
+        return elementwise(Op.IMAG, self)
+
+    def conj(self):
+        """The complex conjugate (a real tensor is its own).
+
+        >>> ember.tensor([1 + 2j]).conj()
+        tensor([1.-2.j], dtype=complex64)
+        """
+        if self._dtype.kind is not dt.Complex:
+            return self
+        return elementwise(Op.CONJ, self)
+
+    conjugate = conj
+
+    def angle(self):
+        """The argument ``atan2(imag, real)`` in radians, a real tensor (0 or pi for reals)."""
+        return elementwise(Op.ANGLE, self)
 
     isnan = is_nan
     isinf = is_inf
@@ -645,18 +699,25 @@ class Tensor(TensorBase):
     def mean(self, dim=None, keepdim=False):
         """Mean over ``dim``; integer tensors give float64 (numpy)."""
         dispatch.check_kind("mean", Op.SUM, self)
-        x = self if self._dtype.kind is dt.Float else self.cast(dt.float64)
+        kind = self._dtype.kind
+        x = self if kind is dt.Float or kind is dt.Complex else self.cast(dt.float64)
         axes = normalize_dims("mean", dim, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         return x.sum(dim, keepdim) / count
 
     def var(self, dim=None, keepdim=False, correction=1):
-        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
-        _check_float("var", self)
+        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch); of a
+        complex tensor, the real mean of ``|x - mean|**2`` (numpy, PyTorch)."""
+        if self._dtype.kind is not dt.Complex:
+            _check_float("var", self)
         axes = normalize_dims("var", dim, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         centered = self - self.mean(dim, keepdim=True)
-        return (centered * centered).sum(dim, keepdim) / max(count - correction, 0)
+        if self._dtype.kind is dt.Complex:
+            sq = centered.real * centered.real + centered.imag * centered.imag
+        else:
+            sq = centered * centered
+        return sq.sum(dim, keepdim) / max(count - correction, 0)
 
     def std(self, dim=None, keepdim=False, correction=1):
         return self.var(dim, keepdim, correction).sqrt()
@@ -922,6 +983,8 @@ class Tensor(TensorBase):
 
     def argwhere(self):
         """Indices of the non-zero entries as an ``(n, ndim)`` int64 tensor."""
+        if self._dtype.kind is dt.Complex:   # (the kernels test bit patterns of real values)
+            return (self != 0).argwhere()
         return apply(Op.NONZERO, self, dtype=dt.int64)
 
     def one_hot(self, num_classes):
@@ -996,7 +1059,9 @@ def _reduce(op, t, dim, keepdim):
     if op is Op.ANY_ or op is Op.ALL:
         x, dtype = (t if t._dtype is dt.bool_ else t != 0), dt.bool_
     elif op is Op.SUM or op is Op.PROD:
-        x, dtype = t, (t._dtype if t._dtype.kind is dt.Float else dt.int64)
+        # (a quantized tensor keeps its QFloat dtype: quant.apply reduces it)
+        x, dtype = t, (t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex
+                       else dt.int64)
     else:
         x, dtype = t, t._dtype
     if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
@@ -1028,7 +1093,7 @@ def _scan(op, t, dim):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
     axis = normalize_dim(name, dim, t.ndim)
-    dtype = t._dtype if t._dtype.kind is dt.Float else dt.int64
+    dtype = t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex else dt.int64
     if t.ndim == 0:
         return t.cast(dtype)
     return apply(op, t, axis=axis, dtype=dtype)

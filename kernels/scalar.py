@@ -5,7 +5,14 @@ compiles the same function as a device function.  Keep them plain arithmetic
 and ``math`` calls so both targets accept them.  Reductions and scans use the
 binary combiners (``add``, ``mul``, ``maximum``, ``minimum``, ``logical_and``,
 ``logical_or``).
+
+A function named ``<op>_c`` is ``<op>`` for complex results (``exp_c``: ``cmath``
+calls, which Numba supports on the CPU and on CUDA); the builders pick it by the
+result dtype (``rebind.variant``), as they pick the float32 twins ``<op>_f32``.
+Ops without a twin (``add``, ``absolute``, ``eq``, ``where``) take complex values
+as they are.
 """
+import cmath
 import math
 
 import numpy as np
@@ -640,3 +647,92 @@ def logical_xor(a, b):
 
 def logical_not(a):
     return not a
+
+
+# --- complex numbers ----------------------------------------------------------------------
+# Numba's own complex division raises ZeroDivisionError on a zero divisor (on the CPU even
+# with error_model="numpy"), so every complex division goes through truediv_c.
+def conj(a):
+    return a.conjugate()
+
+
+def real(a):
+    return a.real
+
+
+def imag(a):
+    return a.imag
+
+
+def angle(a):
+    # (a real ``a`` has imag 0: 0 or pi, as numpy.angle)
+    return math.atan2(a.imag, a.real)
+
+
+def make_complex(a, b):
+    return complex(a, b)
+
+
+def truediv_c(a, b):
+    """a / b by Smith's method (no overflow in |b|**2); a zero divisor gives numpy's inf/NaN."""
+    ar = a.real
+    ai = a.imag
+    br = b.real
+    bi = b.imag
+    abr = abs(br)
+    abi = abs(bi)
+    if abr >= abi:
+        if abr == 0 and abi == 0:
+            return complex(ar / abr, ai / abr)   # numpy: each part divided by |0|
+        r = bi / br
+        d = br + bi * r
+        return complex((ar + ai * r) / d, (ai - ar * r) / d)
+    r = br / bi
+    d = br * r + bi
+    return complex((ar * r + ai) / d, (ai * r - ar) / d)
+
+
+def recip_c(a):
+    return truediv_c(complex(1.0, 0.0), a)
+
+
+def sign_c(a):
+    # z / |z| (numpy 2, torch.sgn); 0 stays 0
+    m = abs(a)
+    if m == 0:
+        return a
+    return complex(a.real / m, a.imag / m)
+
+
+def exp_c(a):
+    return cmath.exp(a)
+
+
+def log_c(a):
+    return cmath.log(a)
+
+
+def sqrt_c(a):
+    return cmath.sqrt(a)
+
+
+def rsqrt_c(a):
+    return truediv_c(complex(1.0, 0.0), cmath.sqrt(a))
+
+
+def sin_c(a):
+    return cmath.sin(a)
+
+
+def cos_c(a):
+    return cmath.cos(a)
+
+
+def tan_c(a):
+    return cmath.tan(a)
+
+
+def tanh_c(a):
+    # tanh(z) = -i tan(iz): Numba's CUDA target has cmath.tan but no cmath.tanh
+    t = cmath.tan(complex(-a.imag, a.real))
+    return complex(t.imag, -t.real)

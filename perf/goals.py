@@ -37,6 +37,10 @@ GOALS = [
     Goal("MLP 784-512-10 b256 f32: forward+backward step",
          "MLP 784-512-10, batch 256, fwd + bwd, vs torch", 1.2, ("torch",)),
     Goal("python -c 'import ember' (a new process)", "python -c \"import ember\"", 0.5, ()),
+    # issue 21: against the best of numpy, scipy (workers=2) and torch
+    Goal("fft 2^20 c64", "fft of 2^20 complex64", 1.1, ("numpy", "scipy", "torch")),
+    Goal("rfft 2^20 f32", "rfft of 2^20 float32", 1.1, ("numpy", "scipy", "torch")),
+    Goal("fft2 2048x2048 c64", "fft2 of 2048x2048 complex64", 1.1, ("numpy", "scipy", "torch")),
 ]
 
 

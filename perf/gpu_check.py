@@ -125,7 +125,34 @@ def bench():
     print(f"{'host -> device':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
     t = _time(lambda: x.numpy(), dev, repeat=5)
     print(f"{'device -> host':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
+    fft_bench(dev)
     print("allocator:", dev.backend.memory_stats())
+
+
+def fft_bench(dev):
+    """ember.fft on the GPU (cuFFT through nvmath-python, or the host path without it)."""
+    import numpy as np
+
+    import ember
+    import ember.fft
+    try:
+        import nvmath.bindings.cufft  # noqa: F401
+        how = "cuFFT (nvmath-python)"
+    except ImportError:
+        how = "host stand-in: install ember[cuda] for cuFFT"
+    rng = np.random.default_rng(0)
+    c = ember.tensor((rng.standard_normal(1 << 20) + 1j * rng.standard_normal(1 << 20))
+                     .astype(np.complex64), device=dev)
+    r = ember.tensor(rng.standard_normal(1 << 20).astype(np.float32), device=dev)
+    m = ember.tensor((rng.standard_normal((2048, 2048)) + 0j).astype(np.complex64), device=dev)
+    want = np.fft.fft(c.numpy())
+    err = np.abs(ember.fft.fft(c).numpy() - want).max() / np.abs(want).max()
+    print(f"fft: {how}; fft 2^20 c64 relative error {err:.1e}")
+    for name, fn, nbytes in [("fft 2^20 c64", lambda: ember.fft.fft(c), 2 * 8 << 20),
+                             ("rfft 2^20 f32", lambda: ember.fft.rfft(r), 12 << 20),
+                             ("fft2 2048^2 c64", lambda: ember.fft.fft2(m), 2 * 8 * 2048 * 2048)]:
+        t = _time(fn, dev)
+        print(f"{name:28s} {t * 1e3:9.3f} ms  {nbytes / t / 1e9:8.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import numpy as np
 import ember
 
 # Tolerances used when a test does not give its own: one IEEE operation or so.
-DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
+DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12,
+                np.dtype(np.complex64): 1e-6, np.dtype(np.complex128): 1e-12}
 
 
 def ember_dtype(name):
@@ -50,7 +51,8 @@ def check(t, expected, rtol=None, atol=0.0, dtype=None):
     """Assert that Ember tensor ``t`` matches numpy ``expected`` in shape, dtype and values.
 
     ``dtype`` overrides the expected dtype (default: ``expected``'s).  Integers and bools must
-    be equal; floats agree within ``rtol``/``atol`` (NaN matches NaN, infinities must match).
+    be equal; floats and complex numbers agree within ``rtol``/``atol`` (NaN matches NaN,
+    infinities must match).
     """
     assert isinstance(t, ember.Tensor), f"expected an ember.Tensor, got {type(t).__name__}"
     expected = np.asarray(expected)
@@ -61,7 +63,7 @@ def check(t, expected, rtol=None, atol=0.0, dtype=None):
     assert isinstance(got, np.ndarray)
     assert got.dtype == want, f"numpy() dtype {got.dtype} != {want}"
     assert got.shape == expected.shape
-    if want.kind == "f":
+    if want.kind in "fc":
         if rtol is None:
             rtol = DEFAULT_RTOL[want]
         np.testing.assert_allclose(got, expected.astype(want), rtol=rtol, atol=atol,

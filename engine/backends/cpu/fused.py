@@ -103,7 +103,7 @@ def reduce_plan(op, shape, dtype, axes, out_dtype):
         return None
     dtype = np.dtype(dtype)
     out_dtype = np.dtype(out_dtype)
-    if out_dtype.kind == "b" or dtype.kind == "b":
+    if out_dtype.kind == "b":
         return None
     if not (dtype == out_dtype or (op in ("add", "mul") and np.can_cast(dtype, out_dtype, "safe"))):
         return None

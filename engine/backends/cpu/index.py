@@ -1,7 +1,9 @@
 """Launching the indexing loops on numpy arrays: gather, index_select, scatter, nonzero.
 
 Operands become (1-D buffer, offset, element strides) as for the elementwise loops; dims
-other than the indexed axis are merged where every operand allows (``_merge``).  Calls
+other than the indexed axis are merged where every operand allows (``_merge``).  Data moves
+as unsigned integers of its item size; complex128 (16 bytes, no such integer) moves its real
+and imaginary parts as two float64 arrays.  Calls
 arrive validated by the dispatch layer: an Int index of a legal shape whose values lie in
 range, values of ``x``'s dtype broadcast to the index's shape, a normalised axis.
 """
@@ -12,7 +14,7 @@ from ember.kernels.cpu.index import CHUNK, gather_walk, nonzero_walk, scatter_wa
 
 from ...memory import empty as alloc
 from ..shared import c_strides
-from .elementwise import PARALLEL_MIN, operand
+from .elementwise import PARALLEL_MIN, elementwise, operand
 
 
 def _pick(k, work, tasks=2):
@@ -27,6 +29,14 @@ def _bits(x):
 
 def _int64(index):
     return index.astype(np.int64, copy=False)
+
+
+def _wide(x):
+    return x.dtype.itemsize == 16
+
+
+def _joined(re, im, dtype):
+    return elementwise("make_complex", [re, im], alloc(re.shape, dtype))
 
 
 def _merge(shape, axis, strides_list):
@@ -66,6 +76,8 @@ def _merge(shape, axis, strides_list):
 def gather(x, axis, index):
     """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (torch.gather):
     the output has ``index``'s shape and ``x``'s dtype."""
+    if _wide(x):
+        return _joined(gather(x.real, axis, index), gather(x.imag, axis, index), x.dtype)
     index = _int64(index)
     out = alloc(index.shape, x.dtype)
     if index.size == 0:
@@ -84,6 +96,9 @@ def gather(x, axis, index):
 def index_select(x, axis, indices):
     """``x`` with only the entries ``indices`` (1-D) along ``axis``; a 0-d ``x`` (one index,
     0) stays 0-d, as in PyTorch."""
+    if _wide(x):
+        return _joined(index_select(x.real, axis, indices), index_select(x.imag, axis, indices),
+                       x.dtype)
     if x.ndim == 0:
         return x.copy()
     indices = np.ascontiguousarray(_int64(indices).reshape(-1))
@@ -104,6 +119,9 @@ def scatter(x, axis, index, values, reduce):
     """A copy of ``x`` with ``values`` (of ``index``'s shape) written at ``index`` along
     ``axis`` (``"assign"``: duplicates keep the value last in C order of ``index``) or added
     (``"add"``: duplicates accumulate)."""
+    if _wide(x):
+        return _joined(scatter(x.real, axis, index, values.real, reduce),
+                       scatter(x.imag, axis, index, values.imag, reduce), x.dtype)
     index = _int64(index)
     out = alloc(x.shape, x.dtype)
     np.copyto(out, x)

@@ -86,6 +86,8 @@ def fold_params(op, dtype, init, outer, n, inner):
     if op == "add" and init.dtype == np.float32:
         # float32 lanes for FLUSH blocks at a time, then float64: as accurate as a pairwise sum
         winit, flush = np.float64(0), FLUSH
+    elif op == "add" and init.dtype == np.complex64:   # the same for complex64 into complex128
+        winit, flush = np.complex128(0), FLUSH
     else:
         winit, flush = init, n
     # ROWS blocks per pass, over PACK_ROWS lanes, where the loop stays light.  From memory,

@@ -23,7 +23,7 @@ from ...ir import ELEMENTWISE, REDUCTIONS, Op
 from .. import Backend, check_table, get_backend
 from ..shared import c_strides, cat_shape_and_fill
 from . import elementwise as ew
-from . import fused, index, matmul, quant, reduce, scan, softmax, sort
+from . import fft, fused, index, matmul, quant, reduce, scan, softmax, sort
 from .array import SIMULATOR, Block, CudaArray, share
 
 
@@ -79,6 +79,9 @@ _LAUNCHERS = {
     Op.CONTIGUOUS: lambda b, op, x: ew.dense(b, x),
     Op.SLICE_ASSIGN: _slice_assign,
     Op.CAT: _cat,
+    Op.FFT: lambda b, op, x, *, dims, inverse, norm, dtype: fft.fft(b, x, dims, inverse, norm),
+    Op.RFFT: lambda b, op, x, *, dims, norm, dtype: fft.rfft(b, x, dims, norm),
+    Op.IRFFT: lambda b, op, x, *, dims, n, norm, dtype: fft.irfft(b, x, dims, n, norm),
     Op.FUSED: fused.fused_op,
     Op.FUSED_REDUCE: fused.fused_reduce_op,
     Op.QUANT_CALIBRATE: quant.calibrate, Op.QUANTIZE: quant.quantize,
