@@ -116,6 +116,18 @@ class Op(enum.Enum):
     SCATTER = ("scatter",)
     INDEX_SELECT = ("index_select",)
     NONZERO = ("nonzero",)
+    # --- factorisations and solves of ember.linalg (engine/linalg.py): batched over leading
+    # dims; float kinds only (engine/linalg.py's SUPPORTED). A multi-output one returns one
+    # buffer of its outputs packed along a last dim (engine/backends/linalg_common.py)
+    CHOLESKY = ("cholesky", FLT)                  # params: upper
+    TRIANGULAR_SOLVE = ("triangular_solve", FLT)  # (a, b): params upper, unitriangular
+    SOLVE = ("solve", FLT)                        # (a, b): LU with partial pivoting
+    DET = ("det", FLT)
+    SLOGDET = ("slogdet", FLT)                    # packed (sign, logabsdet)
+    EIGH = ("eigh", FLT)                          # params lower, vectors: packed (w, v) or w
+    SVD = ("svd", FLT)                            # params full_matrices, vectors: (U, S, Vh) or S
+    QR = ("qr", FLT)                              # params mode: packed (Q, R), or R for "r"
+    PINV = ("pinv", FLT)                          # params atol, rtol, hermitian
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)

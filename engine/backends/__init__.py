@@ -43,6 +43,8 @@ def op_table(b):
         Op.FULL: b._full, Op.ARANGE: b._arange, Op.FROM_HOST: b._from_host,
         Op.TO_HOST: b._to_host, Op.RANDOM: b._random,
     })
+    from .linalg_common import LINALG_METHODS
+    table.update({op: getattr(b, name) for op, name in LINALG_METHODS.items()})
     missing = set(Op) - set(table)
     assert not missing, f"{type(b).__name__} lacks {missing}"
     return table

@@ -9,11 +9,12 @@ hand-written loop reaches a third of BLAS).
 import numpy as np
 
 from . import cat_shape_and_fill, op_table
+from .cpu_linalg import CpuLinalg
 from ..ir import Op
 from ..memory import empty
 
 
-class CpuBackend:
+class CpuBackend(CpuLinalg):   # linear algebra: cpu_linalg.py
     name = "cpu"
 
     def __init__(self):

@@ -1,0 +1,195 @@
+"""The CPU backend's linear algebra: LAPACK through SciPy and numpy, Numba for small batches.
+
+Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
+
+- one matrix, or a batch of matrices larger than ``SMALL_N``: LAPACK.  Cholesky, the LU solve
+  and the triangular solve call SciPy's LAPACK/BLAS wrappers directly on each matrix
+  (``potrf``, ``getrf`` + ``getrs``, ``trsm``), handing them the transposed view of the
+  row-major matrix (a Fortran-ordered array, no copy) and asking for the transposed problem;
+  det, slogdet, eigh, svd and qr use numpy's batched gufuncs (``numpy.linalg``: the same
+  LAPACK, one C loop over the batch);
+- a batch of ``SMALL_MIN_BATCH`` or more matrices of order <= ``SMALL_N``: the Numba kernels of
+  ``kernels/cpu/linalg.py`` (one compiled call for the whole batch).
+
+SciPy is imported on the first call that needs it, never by ``import ember``.
+"""
+import math
+
+import numpy as np
+
+from .linalg_common import LinAlgError, batch_of, where
+
+# Batched solves and Cholesky of matrices up to this order run in the Numba kernels, when the
+# batch has at least SMALL_MIN_BATCH matrices (measured: docs/decisions.md)
+SMALL_N = 16
+SMALL_MIN_BATCH = 8
+# a batch of at least this many matrix entries runs the kernels' parallel variant
+PARALLEL_MIN_ENTRIES = 1 << 14
+
+
+def _lapack(name, a):
+    from scipy.linalg import lapack
+    return lapack.get_lapack_funcs(name, (a,))
+
+
+def _blas(name, a):
+    from scipy.linalg import blas
+    return blas.get_blas_funcs(name, (a,))
+
+
+def _small(a):
+    n = a.shape[-1]
+    return n <= SMALL_N and math.prod(batch_of(a)) >= SMALL_MIN_BATCH
+
+
+def _kernel(template, a):
+    from ember.kernels.cpu import linalg
+    from ember.kernels.cpu.builder import kernel
+    k = kernel(getattr(linalg, template))
+    return k.parallel if a.size >= PARALLEL_MIN_ENTRIES else k.serial
+
+
+def _as3(a):
+    """``a`` as a C-contiguous (batch, rows, cols) array (a copy only when needed)."""
+    return np.ascontiguousarray(a).reshape((-1,) + a.shape[-2:])
+
+
+def _pack(parts, batch):
+    return np.concatenate([np.asarray(p).reshape(batch + (-1,)) for p in parts], axis=-1)
+
+
+def _raise_info(name, batch, info, what):
+    bad = np.flatnonzero(info)
+    if bad.size:
+        index = np.unravel_index(bad[0], batch) if batch else ()
+        raise LinAlgError(f"linalg.{name}: {what(int(info.reshape(-1)[bad[0]]))}"
+                          f"{where(batch, index)}")
+
+
+def _not_pd(order):
+    return (f"the input is not positive-definite (the leading minor of order {order} is not "
+            f"positive-definite)")
+
+
+def _singular(col):
+    return f"the input matrix is singular (U[{col - 1}, {col - 1}] of its LU factorisation is zero)"
+
+
+class CpuLinalg:
+    """Mixed into ``CpuBackend``: one method per linalg IR op (``LINALG_METHODS``)."""
+
+    def _cholesky(self, op, a, *, upper):
+        batch = batch_of(a)
+        if a.size == 0:
+            return np.zeros(a.shape, a.dtype)
+        if _small(a):
+            x = _as3(a)
+            out = np.empty(x.shape, a.dtype)
+            info = np.zeros(x.shape[0], np.int64)
+            _kernel("cholesky_batch", x)(x, out, bool(upper), info)
+            _raise_info("cholesky", batch, info, _not_pd)
+            return out.reshape(a.shape)
+        potrf = _lapack("potrf", a)
+        out = None if not batch else np.empty(a.shape, a.dtype)
+        for idx in np.ndindex(batch):
+            # potrf on the Fortran view a.T: its upper triangle is a's lower one, and the factor
+            # U (a.T = U^T U) read back transposed is L (upper=True: the other way round)
+            c, info = potrf(a[idx].T, lower=int(upper), clean=1, overwrite_a=0)
+            if info > 0:
+                raise LinAlgError(f"linalg.cholesky: {_not_pd(info)}{where(batch, idx)}")
+            if not batch:
+                return c.T
+            out[idx] = c.T
+        return out
+
+    def _solve(self, op, a, b):
+        batch = batch_of(a)
+        if a.size == 0 or b.size == 0:
+            return np.zeros(b.shape, np.result_type(a, b))
+        if _small(a):
+            lu = np.array(a, order="C").reshape((-1,) + a.shape[-2:])
+            x = np.array(b, order="C").reshape((-1,) + b.shape[-2:])
+            info = np.zeros(lu.shape[0], np.int64)
+            _kernel("lu_solve_batch", lu)(lu, x, info)
+            _raise_info("solve", batch, info, _singular)
+            return x.reshape(b.shape)
+        getrf, getrs = _lapack("getrf", a), _lapack("getrs", a)
+        out = None if not batch else np.empty(b.shape, b.dtype)
+        for idx in np.ndindex(batch):
+            # factor a.T (the Fortran view, no copy), then solve (a.T)^T x = b
+            lu, piv, info = getrf(a[idx].T, overwrite_a=0)
+            if info > 0:
+                raise LinAlgError(f"linalg.solve: {_singular(info)}{where(batch, idx)}")
+            x, info = getrs(lu, piv, b[idx], trans=1, overwrite_b=0)
+            if not batch:
+                return x
+            out[idx] = x
+        return out
+
+    def _triangular_solve(self, op, a, b, *, upper, unitriangular):
+        batch = batch_of(a)
+        if a.size == 0 or b.size == 0:
+            return np.zeros(b.shape, b.dtype)
+        if _small(a):
+            t = _as3(a)
+            x = np.array(b, order="C").reshape((-1,) + b.shape[-2:])
+            _kernel("triangular_solve_batch", t)(t, x, bool(upper), bool(unitriangular))
+            return x.reshape(b.shape)
+        trsm = _blas("trsm", a)
+        out = None if not batch else np.empty(b.shape, b.dtype)
+        for idx in np.ndindex(batch):
+            # trsm with the Fortran view a.T, transposed: solves a x = b; a's upper triangle is
+            # a.T's lower one.  BLAS does not test for a zero pivot (inf/NaN, as torch)
+            x = trsm(1.0, a[idx].T, b[idx], side=0, lower=int(upper), trans_a=1,
+                     diag=int(unitriangular))
+            if not batch:
+                return x
+            out[idx] = x
+        return out
+
+    def _det(self, op, a):
+        return np.asarray(np.linalg.det(a))
+
+    def _slogdet(self, op, a):
+        sign, logabsdet = np.linalg.slogdet(a)
+        return _pack([sign, logabsdet], batch_of(a))
+
+    def _eigh(self, op, a, *, lower, vectors):
+        uplo = "L" if lower else "U"
+        try:
+            if not vectors:
+                return np.linalg.eigvalsh(a, UPLO=uplo)
+            w, v = np.linalg.eigh(a, UPLO=uplo)
+        except np.linalg.LinAlgError as e:
+            raise LinAlgError(f"linalg.eigh: the algorithm failed to converge ({e})") from None
+        return _pack([w, v], batch_of(a))
+
+    def _svd(self, op, a, *, full_matrices, vectors):
+        try:
+            if not vectors:
+                return np.linalg.svd(a, compute_uv=False)
+            parts = np.linalg.svd(a, full_matrices=full_matrices)
+        except np.linalg.LinAlgError as e:
+            raise LinAlgError(f"linalg.svd: the algorithm failed to converge ({e})") from None
+        return _pack(parts, batch_of(a))
+
+    def _qr(self, op, a, *, mode):
+        if mode == "r":
+            return np.asarray(np.linalg.qr(a, mode="r"))
+        q, r = np.linalg.qr(a, mode=mode)
+        return _pack([q, r], batch_of(a))
+
+    def _pinv(self, op, a, *, atol, rtol, hermitian):
+        m, n = a.shape[-2:]
+        if a.size == 0:
+            return np.zeros(a.shape[:-2] + (n, m), a.dtype)
+        if hermitian:
+            w, v = np.linalg.eigh(a)
+            s, left, right = np.abs(w), v * np.sign(w)[..., None, :], v
+        else:
+            left, s, vh = np.linalg.svd(a, full_matrices=False)
+            right = np.swapaxes(vh, -1, -2)
+        cutoff = np.maximum(atol, rtol * s.max(axis=-1, keepdims=True))
+        keep = s > cutoff
+        inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
+        return np.asarray((right * inv[..., None, :]) @ np.swapaxes(left, -1, -2))
