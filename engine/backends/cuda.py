@@ -20,6 +20,7 @@ import numpy as np
 from .. import memory
 from ..dtypes import int64 as _I64
 from . import cat_shape_and_fill, op_table
+from .cuda_linalg import CudaLinalg
 from ..ir import Op
 
 
@@ -145,7 +146,7 @@ def _stream_handle(stream):
     return int(h) or None        # CAI v3: 0 is not allowed; None means "no synchronization"
 
 
-class CudaBackend:
+class CudaBackend(CudaLinalg):   # linear algebra: cuda_linalg.py
     name = "cuda"
 
     def __init__(self, index=0):
