@@ -298,6 +298,11 @@ def _solve_grad(s, g):
     return (-(gb @ _mT(x)) if s.parents[0] else None), (gb if s.parents[1] else None)
 
 
+def _inv_grad(s, g):
+    x = s.out   # d inv(A) = -X dA X
+    return (-(_mT(x) @ g @ _mT(x)),)
+
+
 def _adjugate_t(a):
     """adj(A)^T = d det(A) / dA, also for singular A: det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh."""
     la = _la()
@@ -482,6 +487,7 @@ RULES = {
     Op.CHOLESKY: Rule(((OUT,),), _cholesky_grad),
     Op.TRIANGULAR_SOLVE: Rule(((0, OUT), (0,)), _triangular_solve_grad),
     Op.SOLVE: Rule(((0, OUT), (0,)), _solve_grad),
+    Op.INV: Rule(((OUT,),), _inv_grad),
     Op.DET: Rule(((0, OUT),), _det_grad),
     Op.SLOGDET: Rule(((0, OUT),), _slogdet_grad),
     Op.EIGH: Rule(((OUT,),), _eigh_grad),

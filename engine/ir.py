@@ -122,6 +122,7 @@ class Op(enum.Enum):
     CHOLESKY = ("cholesky", FLT)                  # params: upper
     TRIANGULAR_SOLVE = ("triangular_solve", FLT)  # (a, b): params upper, unitriangular
     SOLVE = ("solve", FLT)                        # (a, b): LU with partial pivoting
+    INV = ("inv", FLT)                            # LU, then getri (CPU) / getrs with I (CUDA)
     DET = ("det", FLT)
     SLOGDET = ("slogdet", FLT)                    # packed (sign, logabsdet)
     EIGH = ("eigh", FLT)                          # params lower, vectors: packed (w, v) or w

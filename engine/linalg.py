@@ -111,23 +111,11 @@ def _unpack(op, packed, shape, params):
     return [packed[..., lo:hi].reshape(batch + s) for (lo, hi), s in zip(spans, shapes)]
 
 
-def _eye_like(a, n):
-    from .creation import eye
-    return eye(n, dtype=a._dtype, device=a._device.base())
-
-
 def _default_rtol(a, atol, rtol):
     """torch's rule: rtol = eps * max(m, n) when neither is given, 0 when only atol is."""
     if rtol is None:
         rtol = 0.0 if (atol is not None and atol > 0) else np.finfo(a._dtype.np).eps * max(a.shape[-2:])
     return float(0.0 if atol is None else atol), float(rtol)
-
-
-def _rename(name, fn, *args, **kw):
-    try:
-        return fn(*args, **kw)
-    except LinAlgError as e:
-        raise LinAlgError(f"linalg.{name}: {str(e).split(': ', 1)[-1]}") from None
 
 
 # --- factorisations and solves -------------------------------------------------------------------
@@ -181,11 +169,9 @@ def solve(A, B, *, left=True):
 
 
 def inv(A):
-    """The inverse of square ``A`` (``solve(A, I)``); raises ``LinAlgError`` when singular."""
+    """The inverse of square ``A`` (LU); raises ``LinAlgError`` when singular."""
     _check_matrix("inv", A, square=True)
-    n = A.shape[-1]
-    eye = _eye_like(A, n).expand(*A.shape)
-    return _rename("inv", solve, A, eye)
+    return dispatch.apply(Op.INV, A)
 
 
 def det(A):

@@ -126,6 +126,30 @@ class CpuLinalg:
             out[idx] = x
         return out
 
+    def _inv(self, op, a):
+        batch, n = batch_of(a), a.shape[-1]
+        if a.size == 0:
+            return np.zeros(a.shape, a.dtype)
+        if _small(a):
+            lu = np.array(a, order="C").reshape((-1, n, n))
+            x = np.broadcast_to(np.eye(n, dtype=a.dtype), lu.shape).copy()
+            info = np.zeros(lu.shape[0], np.int64)
+            _kernel("lu_solve_batch", lu)(lu, x, info)
+            _raise_info("inv", batch, info, _singular)
+            return x.reshape(a.shape)
+        getrf, getri = _lapack("getrf", a), _lapack("getri", a)
+        out = None if not batch else np.empty(a.shape, a.dtype)
+        for idx in np.ndindex(batch):
+            # inv(a.T) = inv(a).T: factor the Fortran view a.T, invert in place, read back
+            lu, piv, info = getrf(a[idx].T, overwrite_a=0)
+            if info > 0:
+                raise LinAlgError(f"linalg.inv: {_singular(info)}{where(batch, idx)}")
+            x, info = getri(lu, piv, overwrite_lu=1)
+            if not batch:
+                return x.T
+            out[idx] = x.T
+        return out
+
     def _triangular_solve(self, op, a, b, *, upper, unitriangular):
         batch = batch_of(a)
         if a.size == 0 or b.size == 0:

@@ -352,6 +352,15 @@ class CudaLinalg:
         self._vendor.getrs(lu, piv, x, n, k, OP_T)  # (a^T)^T x = b
         return self._shaped(x, batch, transpose=True)
 
+    def _inv(self, op, a):
+        # cuSOLVER's legacy API has no getri: getrf, then getrs against the identity
+        n = a.shape[-1]
+        eye = self._from_host(None, np.eye(n, dtype=a.dtype))
+        try:
+            return self._solve(op, a, self._broadcast(eye, a.shape))
+        except LinAlgError as e:
+            raise LinAlgError(str(e).replace("linalg.solve", "linalg.inv")) from None
+
     def _triangular_solve(self, op, a, b, *, upper, unitriangular):
         batch, n, k = batch_of(a), a.shape[-1], b.shape[-1]
         if a.size == 0 or b.size == 0:

@@ -19,7 +19,7 @@ class LinAlgError(ValueError):
 
 
 LINALG_METHODS = {
-    Op.CHOLESKY: "_cholesky", Op.TRIANGULAR_SOLVE: "_triangular_solve", Op.SOLVE: "_solve",
+    Op.CHOLESKY: "_cholesky", Op.TRIANGULAR_SOLVE: "_triangular_solve", Op.SOLVE: "_solve", Op.INV: "_inv",
     Op.DET: "_det", Op.SLOGDET: "_slogdet", Op.EIGH: "_eigh", Op.SVD: "_svd", Op.QR: "_qr",
     Op.PINV: "_pinv",
 }
