@@ -2,12 +2,14 @@
 
 Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
 
-- one matrix, or a batch of matrices larger than ``SMALL_N``: LAPACK.  Cholesky, the LU solve
-  and the triangular solve call SciPy's LAPACK/BLAS wrappers directly on each matrix
-  (``potrf``, ``getrf`` + ``getrs``, ``trsm``), handing them the transposed view of the
+- one matrix: LAPACK through SciPy's wrappers, called directly (``potrf``, ``getrf`` +
+  ``getrs``, ``getrf`` + ``getri``, BLAS ``trsm``), handing them the transposed view of the
   row-major matrix (a Fortran-ordered array, no copy) and asking for the transposed problem;
-  det, slogdet, eigh, svd and qr use numpy's batched gufuncs (``numpy.linalg``: the same
-  LAPACK, one C loop over the batch);
+- a batch of matrices larger than ``SMALL_N``: numpy's batched gufuncs (``numpy.linalg``: the
+  same LAPACK, one C loop over the batch, where a Python loop of SciPy calls pays ~10 us a
+  matrix); the triangular solve, which numpy lacks, loops over ``trsm``; on a failure the
+  SciPy loop runs again to name the matrix and the minor in the error;
+- det, slogdet, eigh, svd and qr: numpy's gufuncs, batched or not;
 - a batch of ``SMALL_MIN_BATCH`` or more matrices of order <= ``SMALL_N``: the Numba kernels of
   ``kernels/cpu/linalg.py`` (one compiled call for the whole batch).
 
@@ -89,6 +91,13 @@ class CpuLinalg:
             _kernel("cholesky_batch", x)(x, out, bool(upper), info)
             _raise_info("cholesky", batch, info, _not_pd)
             return out.reshape(a.shape)
+        if batch:
+            try:    # numpy's gufunc: one C loop over the batch (its lower triangle: a^T's for upper)
+                if upper:
+                    return np.swapaxes(np.linalg.cholesky(np.swapaxes(a, -1, -2)), -1, -2)
+                return np.linalg.cholesky(a)
+            except np.linalg.LinAlgError:
+                pass    # the loop below finds the matrix and the minor for the message
         potrf = _lapack("potrf", a)
         out = None if not batch else np.empty(a.shape, a.dtype)
         for idx in np.ndindex(batch):
@@ -113,6 +122,11 @@ class CpuLinalg:
             _kernel("lu_solve_batch", lu)(lu, x, info)
             _raise_info("solve", batch, info, _singular)
             return x.reshape(b.shape)
+        if batch:
+            try:
+                return np.linalg.solve(a, b)
+            except np.linalg.LinAlgError:
+                pass
         getrf, getrs = _lapack("getrf", a), _lapack("getrs", a)
         out = None if not batch else np.empty(b.shape, b.dtype)
         for idx in np.ndindex(batch):
@@ -137,6 +151,11 @@ class CpuLinalg:
             _kernel("lu_solve_batch", lu)(lu, x, info)
             _raise_info("inv", batch, info, _singular)
             return x.reshape(a.shape)
+        if batch:
+            try:
+                return np.linalg.inv(a)
+            except np.linalg.LinAlgError:
+                pass
         getrf, getri = _lapack("getrf", a), _lapack("getri", a)
         out = None if not batch else np.empty(a.shape, a.dtype)
         for idx in np.ndindex(batch):
