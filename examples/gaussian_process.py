@@ -94,7 +94,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer points and steps (a smoke test)")
     args = parser.parse_args()
-    n, steps = (60, 150) if args.quick else (300, 300)
+    n, steps = (60, 150) if args.quick else (200, 250)
     x, y = data(n)
     print(f"GP regression on {n} noisy points of sin(1.5 x) + 0.3 x (noise std {NOISE})")
 
