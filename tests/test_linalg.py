@@ -171,6 +171,21 @@ def test_the_small_batch_kernels_serve_batches_of_small_matrices():
     assert not cpu_linalg._small(np.ones((10, 20, 20)))
 
 
+def test_the_parallel_small_batch_kernels_agree_with_numpy():
+    rng = np.random.default_rng(6)
+    a = spd(rng, (600,), 16, np.float64)           # 600 * 16^3 >= PARALLEL_MIN_WORK
+    assert 600 * 16 ** 3 >= cpu_linalg.PARALLEL_MIN_WORK and cpu_linalg._small(a)
+    b = rhs(rng, (600,), 16, np.float64)
+    e = ember.from_numpy
+    np.testing.assert_allclose(LA.cholesky(e(a)).numpy(), np.linalg.cholesky(a), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(LA.solve(e(a), e(b)).numpy(), np.linalg.solve(a, b), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(LA.inv(e(a)).numpy(), np.linalg.inv(a), rtol=1e-9, atol=1e-10)
+    low = np.tril(a)
+    np.testing.assert_allclose(LA.solve_triangular(e(low), e(b), upper=False).numpy(),
+                               per_matrix(lambda x, y: sl.solve_triangular(x, y, lower=True), low, b),
+                               rtol=1e-9, atol=1e-10)
+
+
 def test_decompositions_reconstruct_their_input():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((2, 5, 3))
