@@ -324,6 +324,183 @@ def _irfft(s, g):
     return dispatch.apply(Op.RFFT, g, dims=dims, norm=fft.dual(p["norm"]),
                           dtype=s.dtypes[0]) * w
 
+# --- ember.linalg: factorisations and solves (torch's formulas; docs/decisions.md) ---------------
+# Multi-output ops return their outputs packed in one tensor (engine/backends/shared.py):
+# the rules unpack the saved result and the packed gradient.  A gradient part that is exactly
+# zero (an output the loss does not use) is skipped: that is torch's "undefined gradient".
+def _mT(x):
+    return x.transpose(-2, -1)
+
+
+def _la():
+    from ember import linalg
+    return linalg
+
+
+def _used(g):
+    return bool(g.any().item())
+
+
+def _diag_embed(v):
+    from ember.creation import eye
+    return v.unsqueeze(-1) * eye(v.shape[-1], dtype=v.dtype, device=v.device)
+
+
+def _off_diagonal_ratio(num, den):
+    """``num / den`` off the diagonal, 0 on it and wherever ``num`` is 0: where ``den`` is 0
+    (repeated eigen- or singular values) and ``num`` is not, the result is inf, as torch's."""
+    from ember.creation import eye
+    diag = eye(den.shape[-1], dtype=den.dtype, device=den.device) == 1
+    return (num / den.mask_fill(diag, 1)).mask_fill(diag | (num == 0), 0)
+
+
+def _cholesky_grad(s, g):
+    # gA = L^-T Phi L^-1, Phi = the symmetric part of tril(L^T gL) (torch's cholesky_backward)
+    L = s.out
+    if s.params["upper"]:
+        L, g = _mT(L), _mT(g)
+    m = (_mT(L) @ g).tril()
+    phi = (m + _mT(m.tril(-1))) * 0.5
+    la = _la()
+    y = la.solve_triangular(_mT(L), phi, upper=True)
+    return (la.solve_triangular(L, y, upper=False, left=False),)
+
+
+def _triangular_solve_grad(s, g):
+    a, x = s.x[0], s.out
+    upper, unit = s.params["upper"], s.params["unitriangular"]
+    gb = _la().solve_triangular(_mT(a), g, upper=not upper, unitriangular=unit)
+    ga = None
+    if s.parents[0]:
+        ga = -(gb @ _mT(x))   # only the triangle the solve read takes a gradient
+        ga = ga.triu(1 if unit else 0) if upper else ga.tril(-1 if unit else 0)
+    return ga, gb if s.parents[1] else None
+
+
+def _solve_grad(s, g):
+    a, x = s.x[0], s.out
+    gb = _la().solve(_mT(a), g)
+    return (-(gb @ _mT(x)) if s.parents[0] else None), (gb if s.parents[1] else None)
+
+
+def _inv_grad(s, g):
+    x = s.out   # d inv(A) = -X dA X
+    return (-(_mT(x) @ g @ _mT(x)),)
+
+
+def _adjugate_t(a):
+    """adj(A)^T = d det(A) / dA, also for singular A: det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh."""
+    la = _la()
+    u, sv, vh = la.svd(a)
+    sign = la.det(u) * la.det(vh)
+    return (u * _others_product(sv, sv.ndim - 1).unsqueeze(-2)) @ vh * sign.unsqueeze(-1).unsqueeze(-1)
+
+
+def _det_grad(s, g):
+    a, d = s.x[0], s.out
+    gd = (g * d).unsqueeze(-1).unsqueeze(-1)
+    if not _used(d == 0):
+        return (gd * _mT(_la().inv(a)),)
+    return (g.unsqueeze(-1).unsqueeze(-1) * _adjugate_t(a),)
+
+
+def _slogdet_grad(s, g):
+    la = _la()
+    a = s.x[0]
+    sign, logabsdet = la._unpack(Op.SLOGDET, s.out, s.shapes[0], s.params)
+    gl = la._unpack(Op.SLOGDET, g, s.shapes[0], s.params)[1].unsqueeze(-1).unsqueeze(-1)
+    if not _used(sign == 0):
+        return (gl * _mT(la.inv(a)),)
+    det = (sign * logabsdet.exp()).unsqueeze(-1).unsqueeze(-1)   # 0 where singular: +-inf, as torch
+    return (gl / det * _adjugate_t(a),)
+
+
+def _eigh_grad(s, g):
+    if not s.params["vectors"]:
+        raise RuntimeError("linalg.eigvalsh: the gradient needs the eigenvectors (use eigh)")
+    la = _la()
+    w, v = la._unpack(Op.EIGH, s.out, s.shapes[0], s.params)
+    gw, gv = la._unpack(Op.EIGH, g, s.shapes[0], s.params)
+    inner = _diag_embed(gw)
+    if _used(gv):
+        m = _mT(v) @ gv
+        inner = inner + _off_diagonal_ratio((m - _mT(m)) * 0.5, w.unsqueeze(-2) - w.unsqueeze(-1))
+    return (v @ inner @ _mT(v),)
+
+
+def _svd_grad(s, g):
+    la = _la()
+    shape = s.shapes[0]
+    m, n = shape[-2:]
+    k = min(m, n)
+    u, sv, vh = la._unpack(Op.SVD, s.out, shape, s.params)
+    gu, gs, gvh = la._unpack(Op.SVD, g, shape, s.params)
+    if s.params["full_matrices"]:   # the extra columns/rows are arbitrary bases: ignored (torch)
+        u, gu, vh, gvh = u[..., :, :k], gu[..., :, :k], vh[..., :k, :], gvh[..., :k, :]
+    has_u, has_v = _used(gu), _used(gvh)
+    ga = _diag_embed(gs)
+    if has_u or has_v:
+        s2 = sv * sv
+        num = None
+        if has_u:
+            uu = _mT(u) @ gu
+            num = (uu - _mT(uu)) * sv.unsqueeze(-2)
+        if has_v:
+            vv = vh @ _mT(gvh)
+            term = sv.unsqueeze(-1) * (vv - _mT(vv))
+            num = term if num is None else num + term
+        ga = ga + _off_diagonal_ratio(num, s2.unsqueeze(-2) - s2.unsqueeze(-1))
+    if m > n and has_u:
+        ga = u @ ga
+        gu_sinv = gu / sv.unsqueeze(-2)
+        ga = (ga + gu_sinv - u @ (_mT(u) @ gu_sinv)) @ vh
+    elif m < n and has_v:
+        ga = ga @ vh
+        sinv_gvh = gvh / sv.unsqueeze(-1)
+        ga = u @ (ga + sinv_gvh - (sinv_gvh @ _mT(vh)) @ vh)
+    else:
+        ga = u @ ga @ vh
+    return (ga,)
+
+
+def _qr_tall(q, r, gq, gr):
+    # m >= n: gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q
+    mm = r @ _mT(gr) - _mT(gq) @ q
+    b = gq + q @ (mm.tril() + _mT(mm.tril(-1)))
+    return _la().solve_triangular(_mT(r), b, upper=False, left=False)
+
+
+def _qr_grad(s, g):
+    mode = s.params["mode"]
+    shape = s.shapes[0]
+    m, n = shape[-2:]
+    if mode == "r":
+        raise RuntimeError("linalg.qr: the derivative of qr depends on Q, which is not computed "
+                           "when mode='r'; use mode='reduced' to differentiate through qr")
+    if mode == "complete" and m > n:
+        raise RuntimeError("linalg.qr: the QR decomposition is not differentiable when "
+                           "mode='complete' and nrows > ncols (as in torch)")
+    la = _la()
+    q, r = la._unpack(Op.QR, s.out, shape, s.params)
+    gq, gr = la._unpack(Op.QR, g, shape, s.params)
+    if m >= n:
+        return (_qr_tall(q, r, gq, gr),)
+    # m < n: A = [X | Y] with X = Q R[:, :m] square, Y = Q R[:, m:]
+    from ember.creation import cat
+    y = s.x[0][..., :, m:]
+    gr_y = gr[..., :, m:]
+    gx = _qr_tall(q, r[..., :, :m], gq + y @ _mT(gr_y), gr[..., :, :m])
+    return (cat([gx, q @ gr_y], -1),)
+
+
+def _pinv_grad(s, g):
+    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)  (torch's pinv_backward)
+    a, p = s.x[0], s.out
+    gt = _mT(g)
+    t = gt @ (p @ _mT(p))
+    u = (_mT(p) @ p) @ gt
+    return (-(_mT(p) @ g @ _mT(p)) + t - a @ (p @ t) + u - (u @ p) @ a,)
+
 
 OUT = "out"
 
@@ -400,6 +577,18 @@ RULES = {
     Op.FFT: unary((), _fft),
     Op.RFFT: unary((), _rfft),
     Op.IRFFT: unary((), _irfft),
+
+    # ember.linalg
+    Op.CHOLESKY: Rule(((OUT,),), _cholesky_grad),
+    Op.TRIANGULAR_SOLVE: Rule(((0, OUT), (0,)), _triangular_solve_grad),
+    Op.SOLVE: Rule(((0, OUT), (0,)), _solve_grad),
+    Op.INV: Rule(((OUT,),), _inv_grad),
+    Op.DET: Rule(((0, OUT),), _det_grad),
+    Op.SLOGDET: Rule(((0, OUT),), _slogdet_grad),
+    Op.EIGH: Rule(((OUT,),), _eigh_grad),
+    Op.SVD: Rule(((OUT,),), _svd_grad),
+    Op.QR: Rule(((0, OUT),), _qr_grad),
+    Op.PINV: Rule(((0, OUT),), _pinv_grad),
     # layout
     Op.RESHAPE: unary((), lambda s, g: g.reshape(s.shapes[0])),
     Op.PERMUTE: unary((), _permute),

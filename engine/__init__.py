@@ -6,6 +6,8 @@ loaded when the first op runs, and CUDA only when a CUDA device is used.
 """
 from . import random
 from .compile import CompileError, compile
+
+from .contract import einsum, outer, tensordot, trace
 from .creation import (arange, cat, empty, empty_like, eye, from_cuda_array, from_dlpack, from_numpy, full,
                        full_like, linspace, log_softmax, ones, ones_like, softmax, stack, tensor,
                        where, zeros, zeros_like)
@@ -26,7 +28,7 @@ def __getattr__(name):
     if name in ("Gradients", "AutodiffError", "NotTrackedError", "GraphConsumedError"):
         from .autograd import graph
         return getattr(graph, name)
-    if name in ("nn", "optim", "distributed", "fft"):
+    if name in ("nn", "optim", "distributed", "fft", "linalg"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
@@ -41,6 +43,7 @@ __all__ = [
     "tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace", "eye",
     "cat", "stack", "where", "softmax", "log_softmax", "random", "nn", "optim", "distributed",
+    "linalg", "einsum", "tensordot", "outer", "trace",
     "QuantScheme", "QuantValue", "QuantStore", "set_quant_propagation", "get_quant_propagation",
     "from_cuda_array", "empty_cache", "memory_stats", "synchronize", "benchmark",
     "compile", "CompileError",

@@ -135,6 +135,20 @@ class Op(enum.Enum):
     FFT = ("fft", CPX)      # complex -> complex; param inverse (the +i sign and its scaling)
     RFFT = ("rfft", FLT)    # real -> complex, the last of dims cut to n // 2 + 1
     IRFFT = ("irfft", CPX)  # complex (n // 2 + 1 along the last of dims) -> real; param n
+
+    # --- factorisations and solves of ember.linalg (engine/linalg.py): batched over leading
+    # dims; float kinds only (engine/linalg.py's SUPPORTED). A multi-output one returns one
+    # buffer of its outputs packed along a last dim (engine/backends/shared.py)
+    CHOLESKY = ("cholesky", FLT)                  # params: upper
+    TRIANGULAR_SOLVE = ("triangular_solve", FLT)  # (a, b): params upper, unitriangular
+    SOLVE = ("solve", FLT)                        # (a, b): LU with partial pivoting
+    INV = ("inv", FLT)                            # LU, then getri (CPU) / getrs with I (CUDA)
+    DET = ("det", FLT)
+    SLOGDET = ("slogdet", FLT)                    # packed (sign, logabsdet)
+    EIGH = ("eigh", FLT)                          # params lower, vectors: packed (w, v) or w
+    SVD = ("svd", FLT)                            # params full_matrices, vectors: (U, S, Vh) or S
+    QR = ("qr", FLT)                              # params mode: packed (Q, R), or R for "r"
+    PINV = ("pinv", FLT)                          # params atol, rtol, hermitian
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)

@@ -33,6 +33,8 @@ SCHEMA_VERSION = 1
 UNITS = ("s", "B", "x")
 STATUSES = ("ok", "error", "unavailable")
 LIBRARIES = ("ember", "numpy", "numpy_out", "torch", "scipy")
+
+LIBRARIES = ("ember", "numpy", "numpy_out", "torch", "scipy")   # scipy: the linalg suite
 STAT_FIELDS = ("min", "max", "q1", "q3", "iqr", "mean", "stdev")
 ENV_KEYS = ("cpu", "cpu_count", "python", "numpy", "numba", "git_commit", "numba_threading_layer",
             "torch")

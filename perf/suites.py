@@ -13,6 +13,10 @@ Suites: elementwise, reductions, matmul, softmax (ops against numpy and PyTorch)
 checkpointing (memory kept by the graph and backward time, NONE against BALANCED),
 quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process),
 fft (ember.fft against numpy.fft, scipy.fft with workers=2 and torch.fft) and cuda (a few ops
+
+quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process), linalg
+(factorisations, small batches, a GP likelihood and einsum against numpy/SciPy/PyTorch:
+perf/linalg_suite.py) and cuda (a few ops
 on the GPU).  A suite whose feature or
 device does not exist reports its rows as ``unavailable``, with the reason.
 """
@@ -32,6 +36,8 @@ from perf.timing import benchmark_blocks
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
           "quantized", "startup", "fft", "cuda")
+
+          "quantized", "startup", "linalg", "cuda")
 TOLERANCE = 1e-3  # largest |ember - numpy| / max|numpy| before a row is flagged as a mismatch
 
 
@@ -660,6 +666,11 @@ def cases(suites, device="cpu"):
             out.append(Case(suite, CK_NAMES, run_checkpointing))
         elif suite == "startup":
             out.append(Case(suite, [IMPORT], run_startup))
+        elif suite == "linalg":   # perf/linalg_suite.py
+            from perf import linalg_suite as la
+            out += [Case(suite, [op.name], lambda st, dev, op=op: la.run_linalg_op(op, st, dev))
+                    for op in la.OPS]
+            out.append(Case(suite, [la.GP], la.run_gp))
         elif suite == "quantized":
             out += [Case(suite, [qm_name(rows, k, label) for label, _, _ in QM_SCHEMES],
                          lambda st, dev, rows=rows, k=k: run_qmatmul(st, dev, rows, k))

@@ -1,16 +1,23 @@
-"""What both backends share: stride arithmetic, reduction identities, chain keys, ``cat``.
+"""What both backends share: stride arithmetic, reduction identities, chain keys, ``cat``,
+and the linear-algebra ops' packing and errors.
 
 A backend hands its kernels ``(buffer, offset, strides)`` per operand; these helpers shape
 that description: C strides of a shape, broadcasting as stride 0, merging the dims that are
 contiguous in every operand.  Besides: the identity element of a reduction's combiner, the
 kernel key of a fused chain, and ``cat`` over any backend's allocation and copy.  No device
 code, no allocation policy.
+
+A factorisation with several outputs (``SLOGDET``, ``EIGH``, ``SVD``, ``QR``) returns ONE
+buffer: for a batch of shape ``batch``, the outputs flattened (C order) one after the other
+along a last dim, ``batch + (sum of their sizes,)``.  ``ember.linalg`` hands the user views
+of it, so the autodiff graph sees one op with one output, and the slices' gradients add up
+into the packed gradient the op's rule splits again (no multi-output nodes in the graph
+walk).
 """
 import functools
+import math
 
 import numpy as np
-
-from ember.kernels.rebind import variant
 
 
 def c_strides(shape):
@@ -79,6 +86,7 @@ def chain_key(chain):
     """The kernel key of a fused chain (``kernels/fused.py``) from fusion's description of it
     (``ember.fusion``: its ops as IR ops): each op becomes the scalar function its eager
     kernel of that result dtype would use (``exp_f32`` for float32)."""
+    from ember.kernels.rebind import variant   # (kernels load Numba: not at import)
     kinds, entries, outputs = chain
     nodes = []
     for op, dtype, refs in entries:
@@ -100,3 +108,47 @@ def cat_shape_and_fill(xs, axis, empty, copy):
         copy(x, out[(slice(None),) * axis + (slice(start, start + n),)])
         start += n
     return out
+
+
+# --- linear algebra -------------------------------------------------------------------------
+class LinAlgError(ValueError):
+    """A factorisation or solve that cannot be done: a matrix that is not positive-definite
+    (cholesky), singular (solve, inv), or an iteration that did not converge (eigh, svd).
+    A ``ValueError``, as numpy's ``LinAlgError`` is; the message names the op."""
+
+
+def batch_of(a):
+    return tuple(a.shape[:-2])
+
+
+def where(batch, index):
+    """`` (matrix (i, j) of the batch)`` for error messages (nothing for a single matrix)."""
+    return f" (matrix {tuple(int(i) for i in index)} of the batch)" if batch else ""
+
+
+def packed_shapes(op, shape, params):
+    """The shapes (without the batch) of the outputs ``op`` packs, for an input of ``shape``."""
+    from ..ir import Op
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    if op is Op.SLOGDET:
+        return [(), ()]
+    if op is Op.EIGH:
+        return [(n,), (n, n)]
+    if op is Op.SVD:
+        full = params["full_matrices"]
+        return [(m, m if full else k), (k,), (n if full else k, n)]
+    if op is Op.QR:
+        complete = params["mode"] == "complete"
+        return [(m, m if complete else k), (m if complete else k, n)]
+    raise ValueError(f"{op!r} packs no outputs")
+
+
+def offsets(shapes):
+    """``([(start, stop)] per output, total size)`` of outputs of ``shapes`` packed in a row."""
+    out, off = [], 0
+    for s in shapes:
+        size = math.prod(s)
+        out.append((off, off + size))
+        off += size
+    return out, off

@@ -2,8 +2,9 @@
 
 Storage is a numpy array, so views (reshape, permute, expand, slicing, flip) cost nothing
 and ``from_numpy`` is zero-copy.  Every computation goes to a launcher of this package
-(``elementwise``, ``reduce``, ``scan``, ``sort``, ``index``, ``softmax``, ``fft``, ``quant``,
-``fused``), which runs the kernels of ``ember.kernels.cpu``; matmul calls BLAS through
+(``elementwise``, ``reduce``, ``scan``, ``sort``, ``index``, ``softmax``, ``linalg``, ``fft``,
+``quant``, ``fused``), which runs the kernels of ``ember.kernels.cpu`` (or LAPACK and
+pocketfft through SciPy: ``linalg``, ``fft``); matmul calls BLAS through
 ``np.matmul`` (numpy's bundled OpenBLAS: Numba's own ``np.dot`` would need SciPy, and a
 hand-written loop reaches a third of BLAS).  Outputs come from the caching pool
 (``ember.memory``).
@@ -15,7 +16,7 @@ from ...memory import CPU_POOL, empty
 from .. import Backend, check_table
 from ..shared import cat_shape_and_fill
 from . import elementwise as ew
-from . import fft, fused, index, quant, reduce, scan, softmax, sort
+from . import fft, fused, index, linalg, quant, reduce, scan, softmax, sort
 
 
 def _elementwise(op, *inputs, shape, dtype):
@@ -89,6 +90,9 @@ _TABLE = check_table("CpuBackend", {
     Op.SLICE_ASSIGN: _slice_assign,
     Op.CAT: lambda op, *xs, axis, dtype: cat_shape_and_fill(
         xs, axis, lambda shape: empty(shape, dtype.np), _copy_into),
+    Op.CHOLESKY: linalg.cholesky, Op.TRIANGULAR_SOLVE: linalg.triangular_solve,
+    Op.SOLVE: linalg.solve, Op.INV: linalg.inv, Op.DET: linalg.det, Op.SLOGDET: linalg.slogdet,
+    Op.EIGH: linalg.eigh, Op.SVD: linalg.svd, Op.QR: linalg.qr, Op.PINV: linalg.pinv,
     Op.FFT: lambda op, x, *, dims, inverse, norm, dtype: fft.fft(x, dims, inverse, norm),
     Op.RFFT: lambda op, x, *, dims, norm, dtype: fft.rfft(x, dims, norm),
     Op.IRFFT: lambda op, x, *, dims, n, norm, dtype: fft.irfft(x, dims, n, norm),

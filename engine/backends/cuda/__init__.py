@@ -3,8 +3,9 @@
 Storage is a ``CudaArray`` (``array.py``): a typed 1-D device buffer plus an element
 offset, a shape and element strides, so views change only metadata, as numpy views do.
 Every computation goes to a launcher of this package (``elementwise``, ``reduce``,
-``scan``, ``sort``, ``index``, ``softmax``, ``matmul``, ``quant``, ``fused``), laid out as
-the CPU backend's.
+``scan``, ``sort``, ``index``, ``softmax``, ``matmul``, ``linalg``, ``fft``, ``quant``,
+``fused``), laid out as the CPU backend's; ``linalg`` and ``fft`` call cuSOLVER, cuBLAS and
+cuFFT through nvmath-python (a host stand-in under the simulator).
 
 Memory comes from a caching allocator per device (``ember.memory.Pool``): a freed buffer
 goes back to a pool keyed by its size class and serves the next request of that class;
@@ -23,7 +24,7 @@ from ...ir import ELEMENTWISE, REDUCTIONS, Op
 from .. import Backend, check_table, get_backend
 from ..shared import c_strides, cat_shape_and_fill
 from . import elementwise as ew
-from . import fft, fused, index, matmul, quant, reduce, scan, softmax, sort
+from . import fft, fused, index, linalg, matmul, quant, reduce, scan, softmax, sort
 from .array import SIMULATOR, Block, CudaArray, share
 
 
@@ -79,6 +80,9 @@ _LAUNCHERS = {
     Op.CONTIGUOUS: lambda b, op, x: ew.dense(b, x),
     Op.SLICE_ASSIGN: _slice_assign,
     Op.CAT: _cat,
+    Op.CHOLESKY: linalg.cholesky, Op.TRIANGULAR_SOLVE: linalg.triangular_solve,
+    Op.SOLVE: linalg.solve, Op.INV: linalg.inv, Op.DET: linalg.det, Op.SLOGDET: linalg.slogdet,
+    Op.EIGH: linalg.eigh, Op.SVD: linalg.svd, Op.QR: linalg.qr, Op.PINV: linalg.pinv,
     Op.FFT: lambda b, op, x, *, dims, inverse, norm, dtype: fft.fft(b, x, dims, inverse, norm),
     Op.RFFT: lambda b, op, x, *, dims, norm, dtype: fft.rfft(b, x, dims, norm),
     Op.IRFFT: lambda b, op, x, *, dims, n, norm, dtype: fft.irfft(b, x, dims, n, norm),
