@@ -8,6 +8,9 @@ with fusion on, ``apply`` defers elementwise ops (``ember.fusion``) instead of
 running them.
 """
 import math
+import operator
+
+import numpy as np
 
 from . import dtypes as dt
 from . import fusion
@@ -72,8 +75,8 @@ def broadcast_shapes(name, *shapes):
 
 
 def normalize_dim(name, dim, ndim):
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"{name}: dim must be an int, got {dim!r}")
+    if type(dim) is not int:
+        dim = _as_dim(name, dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{name}: dim {dim} is out of range for a tensor with {ndim} dims")
@@ -84,13 +87,71 @@ def normalize_dims(name, dim, ndim):
     """``None`` -> all dims; an int or a tuple -> sorted tuple of distinct dims."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        dims = (_as_dim(name, dim),)
     out = sorted({normalize_dim(name, d, ndim) for d in dims})
     if len(out) != len(dims):
         raise ValueError(f"{name}: repeated dim in {dim!r}")
     if ndim == 0:
         return ()
     return tuple(out)
+
+
+def _as_dim(name, dim):
+    """A dim given as any integer (``np.int64(1)``, a one-element Int tensor) as an int;
+    TypeError naming the op for anything else (floats, bools, strings)."""
+    if not isinstance(dim, (bool, np.bool_)):
+        try:
+            return operator.index(dim)
+        except TypeError:
+            pass
+    raise TypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
+
+
+class ScalarRangeError(OverflowError, ValueError):
+    """A Python integer that the op's dtype cannot hold (``int8_tensor + 1000``).
+
+    An ``OverflowError`` as numpy raises, and a ``ValueError`` like Ember's other bad
+    arguments.  Comparisons never raise it: they compare by value (numpy 2)."""
+
+
+def _check_scalar_range(value, dtype):
+    """Raise ScalarRangeError (without the op's name: ``elementwise`` adds it) when ``value``
+    is an integer scalar that ``dtype`` cannot hold."""
+    if dtype.kind is dt.Float:
+        if isinstance(value, int) and abs(value) >= 2 ** 1024:
+            raise ScalarRangeError(f"Python integer {value} is too large for {dtype.name}")
+        return
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        info = np.iinfo(dtype.np)
+        if not info.min <= value <= info.max:
+            raise ScalarRangeError(f"Python integer {value} is out of bounds for {dtype.name}")
+
+
+# comparison -> the comparison with its operands swapped (``3 < t`` is ``t > 3``)
+_SWAPPED = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+
+
+def _out_of_range(op, args, error):
+    """``op`` with an integer scalar outside its dtype's range: a comparison's answer is
+    known from the value alone (numpy 2 compares by value); any other op raises, naming
+    the op."""
+    swapped = _SWAPPED.get(op)
+    tensors = [a for a in args if isinstance(a, _tensor_cls)]
+    if swapped is None or len(args) != 2 or len(tensors) != 1 or tensors[0]._dtype.kind is dt.Float:
+        # (floats: numpy raises too, and NaN would make "by value" more than a constant)
+        raise ScalarRangeError(f"{op_name(op)}: {error}") from None
+    t = tensors[0]
+    value = args[1] if args[0] is t else args[0]
+    if args[0] is not t:
+        op = swapped
+    above = value > 0      # beyond the maximum (else below the minimum)
+    result = {Op.EQ: False, Op.NE: True, Op.LT: above, Op.LE: above,
+              Op.GT: not above, Op.GE: not above}[op]
+    data = t._device.backend.execute(Op.FULL, shape=t._buf.shape, value=bool(result), dtype=dt.bool_)
+    return wrap(data, t._device, dt.bool_)
 
 
 def cast(t, dtype):
@@ -123,6 +184,7 @@ def constant(value, device, dtype):
 
 
 def _constant(value, device, dtype):
+    _check_scalar_range(value, dtype)
     base = device.base() if device._autodiff else device
     return wrap(device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype), base, dtype)
 
@@ -203,7 +265,10 @@ def elementwise(op, *args):
                     plan = _plan(key, op, args)
                 if plan:
                     dtype = plan[0]
-                    c = constant(b, a._device, dtype)
+                    try:
+                        c = constant(b, a._device, dtype)
+                    except ScalarRangeError as e:
+                        return _out_of_range(op, args, e)
                     if a._dtype is not dtype:
                         a = cast(a, dtype)
                     return _apply(op, (a, c), a._buf.shape, plan[1], None, None)
@@ -214,7 +279,10 @@ def elementwise(op, *args):
                 plan = _plan(key, op, args)
             if plan:
                 dtype = plan[0]
-                c = constant(a, b._device, dtype)
+                try:
+                    c = constant(a, b._device, dtype)
+                except ScalarRangeError as e:
+                    return _out_of_range(op, args, e)
                 if b._dtype is not dtype:
                     b = cast(b, dtype)
                 return _apply(op, (c, b), b._buf.shape, plan[1], None, None)
@@ -246,7 +314,11 @@ def elementwise(op, *args):
         if t._buf.shape != shape:
             shape = broadcast_shapes(op, *(t._buf.shape for t in tensors))
             break
-    return apply(op, *operands(args, dtype, first._device), shape=shape, dtype=out_dtype)
+    try:
+        inputs = operands(args, dtype, first._device)
+    except ScalarRangeError as e:
+        return _out_of_range(op, args, e)
+    return apply(op, *inputs, shape=shape, dtype=out_dtype)
 
 
 def _where(cond, a, b):
@@ -257,7 +329,11 @@ def _where(cond, a, b):
         raise TypeError("where: at least one of the values must be a tensor")
     dtype = promote_args(vals, (a, b))
     shape = broadcast_shapes("where", *(x._buf.shape for x in (cond, *vals)))
-    return apply(Op.WHERE, cond, *operands((a, b), dtype, cond._device), shape=shape, dtype=dtype)
+    try:
+        inputs = operands((a, b), dtype, cond._device)
+    except ScalarRangeError as e:
+        raise ScalarRangeError(f"where: {e}") from None
+    return apply(Op.WHERE, cond, *inputs, shape=shape, dtype=dtype)
 
 
 # reductions that fusion runs together with a pending elementwise input (fusion.reduce_deferred)

@@ -174,8 +174,27 @@ class Tensor:
             raise AttributeError("__cuda_array_interface__: only CUDA tensors have one")
         return self._data.__cuda_array_interface__
 
-    def __dlpack__(self, *args, **kwargs):
-        return self.numpy().__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of the values (zero-copy on the CPU).
+
+        A view with a negative stride (``flip``, ``[::-1]``) is exported as a contiguous copy,
+        or raises ``BufferError`` when ``copy=False``: consumers such as PyTorch abort the
+        interpreter on negative DLPack strides.
+        """
+        a = self.numpy()
+        if a.size > 1 and any(s < 0 for s in a.strides):
+            if copy is False:
+                raise BufferError("__dlpack__: a view with negative strides cannot be exported "
+                                  "without a copy (copy=False was asked)")
+            a = np.ascontiguousarray(a)
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return a.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self.numpy().__dlpack_device__()
@@ -410,14 +429,17 @@ class Tensor:
         return elementwise(Op.MOD, other, self)
 
     def pow(self, exponent):
-        """``self ** exponent`` for a tensor or scalar exponent."""
-        if self._dtype.kind is dt.Int and isinstance(exponent, numbers.Integral) and exponent < 0:
-            raise ValueError("pow: integer tensors cannot be raised to negative integer powers")
+        """``self ** exponent`` for a tensor or scalar exponent.
+
+        Integer powers wrap like numpy's; a negative integer exponent raises ``ValueError``.
+        """
+        _check_int_power(self, exponent)
         return elementwise(Op.POW, self, exponent)
 
     __pow__ = pow
 
     def __rpow__(self, other):
+        _check_int_power(other, self)
         return elementwise(Op.POW, other, self)
 
     def __neg__(self):
@@ -451,8 +473,11 @@ class Tensor:
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
         if self._dtype.kind is dt.Int:
+            # a bound beyond the dtype's range on its own side bounds nothing (numpy.clip);
+            # one beyond the other side is not representable and raises in dispatch
             info = np.iinfo(self._dtype.np)
-            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+            lo = info.min if min is None or (_is_int_scalar(min) and min < info.min) else min
+            hi = info.max if max is None or (_is_int_scalar(max) and max > info.max) else max
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
@@ -520,6 +545,12 @@ class Tensor:
 
     def __rshift__(self, other):
         return elementwise(Op.SHR, self, other)
+
+    def __rlshift__(self, other):
+        return elementwise(Op.SHL, other, self)
+
+    def __rrshift__(self, other):
+        return elementwise(Op.SHR, other, self)
 
     bitwise_and = __and__
     bitwise_or = __or__
@@ -660,7 +691,13 @@ class Tensor:
         return (centered * centered).sum(dim, keepdim) / max(count - correction, 0)
 
     def std(self, dim=None, keepdim=False, correction=1):
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation: ``sqrt(var)``; where it is 0 its gradient is 0 (PyTorch), not
+        the inf * 0 = NaN that sqrt's slope at 0 would give."""
+        v = self.var(dim, keepdim, correction)
+        s = v.sqrt()
+        if s._node is None:
+            return s
+        return s.mask_fill(v == 0, 0)
 
     def argmax(self, dim=None, keepdim=False):
         """Index of the largest value (first one on ties; NaN counts as largest)."""
@@ -937,6 +974,24 @@ def _check_float(name, t):
         raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
 
 
+def _is_int_scalar(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_int_power(base, exponent):
+    """numpy refuses integer powers with negative exponents (its result would be a fraction)."""
+    for x in (base, exponent):
+        if (x._dtype.kind is dt.Float) if _is_tensor(x) else not isinstance(x, numbers.Integral):
+            return   # a float power
+    if _is_tensor(exponent):
+        negative = (exponent._dtype.np.kind == "i" and exponent.numel()
+                    and (exponent < 0).any().item())
+    else:
+        negative = exponent < 0
+    if negative:
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+
+
 def _check_quantized(name, t):
     if not t._dtype.quantized:
         raise TypeError(f"{name}: the tensor is not quantized ({t._dtype.name}); use quantize() first")
@@ -988,8 +1043,9 @@ def _keep(out, shape, axes):
 def _arg_reduce(op, t, dim, keepdim):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
-    if t.numel() == 0:
-        raise ValueError(f"{name}: cannot reduce an empty tensor (shape {t.shape})")
+    if t.numel() == 0 and (dim is None or t.ndim == 0 or t.shape[normalize_dim(name, dim, t.ndim)] == 0):
+        # an empty reduced dim has no extreme; empty other dims give an empty result (numpy)
+        raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dim {dim})")
     if dim is None:
         out = apply(op, t, axis=None, dtype=dt.int64)
         return out.reshape((1,) * t.ndim) if keepdim else out

@@ -32,7 +32,11 @@ def scalar_calls(fn):
 
 
 def variant(op, dtype):
-    """``op`` or its float32 twin (``exp_f32``), which computes in float32 and vectorises wider."""
-    if np.dtype(dtype) == np.float32 and hasattr(scalar, op + "_f32"):
+    """``op``, its float32 twin (``exp_f32``, which computes in float32 and vectorises wider)
+    or its integer twin (``floordiv_int``: integer semantics that differ from the float ones)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32 and hasattr(scalar, op + "_f32"):
         return op + "_f32"
+    if dtype.kind in "iu" and hasattr(scalar, op + "_int"):
+        return op + "_int"
     return op
