@@ -27,7 +27,14 @@ def tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         out = data.cast(dtype) if dtype is not None else data
         out = out.to(device) if device is not None else out
-        return out.clone() if out is data else out
+        out = out.clone() if out is data else out
+        if device is not None and not out._dtype.quantized:
+            # the device as asked, autodiff and strategy included (``to`` keeps a tensor's
+            # own: devices compare equal regardless of them), as for any other data
+            d = parse_device(device)
+            if d._autodiff != out._device._autodiff or d.checkpointing is not out._device.checkpointing:
+                out = dispatch.wrap(out._buf, d, out._dtype)
+        return out
     want = dt.as_dtype(dtype) if dtype is not None else None
     if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") or hasattr(data, "__dlpack__"):
         array = np.array(data, copy=True)
