@@ -301,7 +301,10 @@ def elementwise(op, *args):
         return _where(*args)
     tensors = [a for a in args if isinstance(a, _tensor_cls)]
     first = tensors[0]
-    dtype = promote_args(tensors, args)
+    try:
+        dtype = promote_args(tensors, args)
+    except TypeError as e:   # an operand that is neither a tensor nor a number
+        raise TypeError(f"{op_name(op)}: {e}") from None
     if dtype.kind not in op.kinds:
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
@@ -327,7 +330,10 @@ def _where(cond, a, b):
     vals = [x for x in (a, b) if isinstance(x, _tensor_cls)]
     if not vals:
         raise TypeError("where: at least one of the values must be a tensor")
-    dtype = promote_args(vals, (a, b))
+    try:
+        dtype = promote_args(vals, (a, b))
+    except TypeError as e:
+        raise TypeError(f"where: {e}") from None
     shape = broadcast_shapes("where", *(x._buf.shape for x in (cond, *vals)))
     try:
         inputs = operands((a, b), dtype, cond._device)

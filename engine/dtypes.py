@@ -153,4 +153,4 @@ def scalar_dtype(value, other):
         return other if other.kind is not Bool else DEFAULT_INT
     if isinstance(value, (float, np.floating)):
         return other if other.kind is Float else float64
-    raise TypeError(f"ember: cannot combine a tensor with {type(value).__name__}")
+    raise TypeError(f"cannot combine a tensor with {type(value).__name__}")

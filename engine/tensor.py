@@ -7,6 +7,7 @@ their parameters.
 """
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -845,7 +846,10 @@ class Tensor:
         return apply(Op.SLICE, self, index=idx)
 
     def narrow(self, dim, start, length):
+        if self.ndim == 0:
+            raise IndexError("narrow: a 0-d tensor has no dim to narrow")
         d = normalize_dim("narrow", dim, self.ndim)
+        start, length = _int_arg("narrow", "start", start), _int_arg("narrow", "length", length)
         n = self.shape[d]
         if start < 0:
             start += n
@@ -855,15 +859,20 @@ class Tensor:
 
     def split(self, split_size_or_sections, dim=0):
         """Split along ``dim`` into pieces of a given size, or of the listed sizes."""
+        if self.ndim == 0:
+            raise IndexError("split: a 0-d tensor has no dim to split")
         d = normalize_dim("split", dim, self.ndim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, numbers.Integral):
-            size = int(split_size_or_sections)
+        sections = split_size_or_sections
+        if isinstance(sections, numbers.Integral) and not isinstance(sections, (bool, np.bool_)):
+            size = int(sections)
             if size <= 0:
                 raise ValueError(f"split: split size must be positive, got {size}")
             sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
         else:
-            sizes = list(split_size_or_sections)
+            if not isinstance(sections, (list, tuple)):
+                raise TypeError(f"split: expected a split size (int) or a list of sizes, got {sections!r}")
+            sizes = [_int_arg("split", "a section size", v) for v in sections]
             if sum(sizes) != n or any(s < 0 for s in sizes):
                 raise ValueError(f"split: sections {sizes} do not add up to dim {dim} of size {n}")
         out, start = [], 0
@@ -876,6 +885,8 @@ class Tensor:
         """Up to ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        if self.ndim == 0:
+            raise IndexError("chunk: a 0-d tensor has no dim to chunk")
         d = normalize_dim("chunk", dim, self.ndim)
         return self.split(max(1, -(-self.shape[d] // chunks)), d)
 
@@ -954,6 +965,9 @@ class Tensor:
         """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
         if self._dtype.kind is not dt.Int:
             raise TypeError(f"one_hot: expected an Int tensor, got {self._dtype.name}")
+        num_classes = _int_arg("one_hot", "num_classes", num_classes)
+        if not 0 <= num_classes < 2 ** 63:
+            raise ValueError(f"one_hot: num_classes must be non-negative and fit an int64, got {num_classes}")
         if self.numel() and (self.min().item() < 0 or self.max().item() >= num_classes):
             raise ValueError(f"one_hot: class values must lie in [0, {num_classes})")
         from .creation import arange
@@ -972,6 +986,16 @@ class Tensor:
 def _check_float(name, t):
     if t._dtype.kind is not dt.Float:
         raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
+
+
+def _int_arg(name, what, value):
+    """``value`` as an int (any integer type); TypeError naming the op otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name}: {what} must be an int, got {value!r}")
 
 
 def _is_int_scalar(x):
@@ -1067,6 +1091,7 @@ def _scan(op, t, dim):
 
 
 def _triangle(t, name, diagonal, lower):
+    diagonal = _int_arg(name, "diagonal", diagonal)
     if t.ndim < 2:
         raise ValueError(f"{name}: expected at least 2 dims, got shape {t.shape}")
     from .creation import arange

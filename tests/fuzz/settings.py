@@ -19,11 +19,12 @@ SCALE = float(os.environ.get("EMBER_FUZZ_SCALE", "1"))
 COUNTS = collections.Counter()
 
 
-def fuzz(area, examples, **strategies):
+def fuzz(area, examples, max_scale=None, **strategies):
     """A hypothesis property of ``area``: ``given(**strategies)``, ``examples * SCALE``
-    examples, the tier's seed, no example database (runs depend on the seed alone) and no
-    deadline (the first example of a kernel compiles it)."""
-    n = max(1, round(examples * SCALE))
+    examples (``SCALE`` capped at ``max_scale``: properties that start processes), the tier's
+    seed, no example database (runs depend on the seed alone) and no deadline (the first
+    example of a kernel compiles it)."""
+    n = max(1, round(examples * (SCALE if max_scale is None else min(SCALE, max_scale))))
 
     def decorate(fn):
         @functools.wraps(fn)
