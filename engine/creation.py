@@ -182,6 +182,7 @@ def cat(tensors, dim=0):
 def stack(tensors, dim=0):
     """Join tensors of one shape along a new dim."""
     tensors = _tensor_list("stack", tensors)
+    dispatch.same_device("stack", tensors)
     shape = tensors[0].shape
     if any(t.shape != shape for t in tensors):
         raise ValueError(f"stack: tensors must have the same shape, got {[t.shape for t in tensors]}")
