@@ -1007,9 +1007,11 @@ def _check_int_power(base, exponent):
     for x in (base, exponent):
         if (x._dtype.kind is dt.Float) if _is_tensor(x) else not isinstance(x, numbers.Integral):
             return   # a float power
+    shapes = [x.shape for x in (base, exponent) if _is_tensor(x)]
+    if 0 in dispatch.broadcast_shapes("pow", *shapes):
+        return   # nothing is computed (numpy raises per element computed)
     if _is_tensor(exponent):
-        negative = (exponent._dtype.np.kind == "i" and exponent.numel()
-                    and (exponent < 0).any().item())
+        negative = exponent._dtype.np.kind == "i" and (exponent < 0).any().item()
     else:
         negative = exponent < 0
     if negative:
