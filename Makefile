@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-cuda-sim bench perf-smoke clean
+.PHONY: demo test test-fuzz test-cuda-sim bench perf-smoke clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests --ignore=tests/cuda
 	$(MAKE) --no-print-directory test-cuda-sim
+
+# the fuzz tier (tests/fuzz, hypothesis) with 20x the examples of `make test` and a random
+# seed, printed first; EMBER_FUZZ_SEED=<seed> reruns one, EMBER_FUZZ_SCALE=<n> sets the scale
+test-fuzz: $(STAMP)
+	@seed=$${EMBER_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	scale=$${EMBER_FUZZ_SCALE:-20}; \
+	echo "fuzz seed $$seed, scale $$scale (rerun: EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale make test-fuzz)"; \
+	EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 # the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
 test-cuda-sim: $(STAMP)

@@ -79,12 +79,20 @@ def _pow(s, g):
 
 
 def _extremum(larger):
-    # maximum/minimum: the winning input takes the gradient; ties split it evenly (PyTorch)
+    # maximum/minimum: the winning input takes the gradient; ties split it evenly, and the
+    # losing side gets an exact 0 even where g is NaN or inf (masked, not multiplied by 0),
+    # as PyTorch; a NaN input loses to nothing, so both sides take g there (PyTorch too)
     def backward(s, g):
         a, b = s.x
-        share_a = ((a > b) if larger else (a < b)).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
-        return _if(s.parents[0], lambda: g * share_a), _if(s.parents[1], lambda: g * (1 - share_a))
+        shared = ember_where(a == b, g * 0.5, g)
+        a_loses, b_loses = ((a < b), (a > b)) if larger else ((a > b), (a < b))
+        return (_if(s.parents[0], lambda: shared.mask_fill(a_loses, 0)),
+                _if(s.parents[1], lambda: shared.mask_fill(b_loses, 0)))
     return backward
+
+
+def ember_where(cond, x, y):
+    return dispatch.elementwise(Op.WHERE, cond, x, y)
 
 
 def _clamp(s, g):

@@ -27,7 +27,14 @@ def tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         out = data.cast(dtype) if dtype is not None else data
         out = out.to(device) if device is not None else out
-        return out.clone() if out is data else out
+        out = out.clone() if out is data else out
+        if device is not None and not out._dtype.quantized:
+            # the device as asked, autodiff and strategy included (``to`` keeps a tensor's
+            # own: devices compare equal regardless of them), as for any other data
+            d = parse_device(device)
+            if d._autodiff != out._device._autodiff or d.checkpointing is not out._device.checkpointing:
+                out = wrap(out._buf, d, out._dtype)
+        return out
     want = dt.as_dtype(dtype) if dtype is not None else None
     if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") or hasattr(data, "__dlpack__"):
         array = np.array(data, copy=True)
@@ -167,11 +174,7 @@ def eye(n, m=None, dtype=dt.float32, device=None):
 
 def cat(tensors, dim=0):
     """Join tensors along an existing dim; dtypes promote as numpy's ``concatenate``."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    if not all(isinstance(t, Tensor) for t in tensors):
-        raise TypeError("cat: expected a list of tensors")
+    tensors = _tensor_list("cat", tensors)
     dispatch.same_device("cat", tensors)
     ndim = tensors[0].ndim
     if ndim == 0:
@@ -189,16 +192,28 @@ def cat(tensors, dim=0):
 
 def stack(tensors, dim=0):
     """Join tensors of one shape along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+    tensors = _tensor_list("stack", tensors)
+    dispatch.same_device("stack", tensors)
     shape = tensors[0].shape
     if any(t.shape != shape for t in tensors):
         raise ValueError(f"stack: tensors must have the same shape, got {[t.shape for t in tensors]}")
-    ndim = len(shape) + 1
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"stack: dim {dim} is out of range for {ndim} dims")
-    return cat([t.unsqueeze(dim % ndim) for t in tensors], dim % ndim)
+    dim = dispatch.normalize_dim("stack", dim, len(shape) + 1)
+    return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def _tensor_list(name, tensors):
+    """``tensors`` as a non-empty list of tensors; TypeError naming the op and the first
+    entry that is not a tensor."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of tensors, got {type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"{name}: expected a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: expected a sequence of tensors, got {type(t).__name__} "
+                            f"at position {i}")
+    return tensors
 
 
 def where(condition, x, y):

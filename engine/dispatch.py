@@ -11,6 +11,9 @@ detour (``_apply_quantized``): their storage algebra lives in ``ember.quant``.
 """
 import functools
 import math
+import operator
+
+import numpy as np
 
 from . import backends
 from . import dtypes as dt
@@ -60,8 +63,8 @@ def broadcast_shapes(name, *shapes):
 
 
 def normalize_dim(name, dim, ndim):
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"{name}: dim must be an int, got {dim!r}")
+    if type(dim) is not int:
+        dim = _as_dim(name, dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{name}: dim {dim} is out of range for a tensor with {ndim} dims")
@@ -72,13 +75,27 @@ def normalize_dims(name, dim, ndim):
     """``None`` -> all dims; an int or a tuple -> sorted tuple of distinct dims."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(dim)
+    else:
+        dims = (_as_dim(name, dim),)
     out = sorted({normalize_dim(name, d, ndim) for d in dims})
     if len(out) != len(dims):
         raise ValueError(f"{name}: repeated dim in {dim!r}")
     if ndim == 0:
         return ()
     return tuple(out)
+
+
+def _as_dim(name, dim):
+    """A dim given as any integer (``np.int64(1)``, a one-element Int tensor) as an int;
+    TypeError naming the op for anything else (floats, bools, strings)."""
+    if not isinstance(dim, (bool, np.bool_)):
+        try:
+            return operator.index(dim)
+        except TypeError:
+            pass
+    raise TypeError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}")
 
 
 def check_index_range(name, index, size, dim=None, what="index", error=IndexError):
@@ -143,10 +160,57 @@ def constant(value, like, dtype):
 
 
 def _constant(value, like, dtype):
+    _check_scalar_range(value, dtype)
     device = like._device
     base = device.base() if device._autodiff else device
     data = device.backend.execute(Op.FULL, shape=(), value=value, dtype=dtype)
     return make(type(like), data, base, dtype)
+
+
+class ScalarRangeError(OverflowError, ValueError):
+    """A Python integer that the op's dtype cannot hold (``int8_tensor + 1000``).
+
+    An ``OverflowError`` as numpy raises, and a ``ValueError`` like Ember's other bad
+    arguments.  Comparisons never raise it: they compare by value (numpy 2)."""
+
+
+def _check_scalar_range(value, dtype):
+    """Raise ScalarRangeError (without the op's name: ``elementwise`` adds it) when ``value``
+    is an integer scalar that ``dtype`` cannot hold."""
+    if dtype.kind is dt.Float:
+        if isinstance(value, int) and abs(value) >= 2 ** 1024:
+            raise ScalarRangeError(f"Python integer {value} is too large for {dtype.name}")
+        return
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if dtype.kind is dt.Complex:
+            return
+        info = np.iinfo(dtype.np)
+        if not info.min <= value <= info.max:
+            raise ScalarRangeError(f"Python integer {value} is out of bounds for {dtype.name}")
+
+
+# comparison -> the comparison with its operands swapped (``3 < t`` is ``t > 3``)
+_SWAPPED = {Op.EQ: Op.EQ, Op.NE: Op.NE, Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE}
+
+
+def _out_of_range(op, args, error):
+    """``op`` with an integer scalar outside its dtype's range: a comparison's answer is
+    known from the value alone (numpy 2 compares by value); any other op raises, naming
+    the op."""
+    swapped = _SWAPPED.get(op)
+    tensors = [a for a in args if isinstance(a, TensorBase)]
+    if swapped is None or len(args) != 2 or len(tensors) != 1 or tensors[0]._dtype.kind is dt.Float:
+        # (floats: numpy raises too, and NaN would make "by value" more than a constant)
+        raise ScalarRangeError(f"{op_name(op)}: {error}") from None
+    t = tensors[0]
+    value = args[1] if args[0] is t else args[0]
+    if args[0] is not t:
+        op = swapped
+    above = value > 0      # beyond the maximum (else below the minimum)
+    result = {Op.EQ: False, Op.NE: True, Op.LT: above, Op.LE: above,
+              Op.GT: not above, Op.GE: not above}[op]
+    data = t._device.backend.execute(Op.FULL, shape=t._buf.shape, value=bool(result), dtype=dt.bool_)
+    return make(type(t), data, t._device, dt.bool_)
 
 
 def promote_args(tensors, args):
@@ -242,7 +306,10 @@ def elementwise(op, *args):
             if a._dtype is not dtype:
                 a = cast(a, dtype)
         else:
-            a = constant(a, like, dtype)
+            try:
+                a = constant(a, like, dtype)
+            except ScalarRangeError as e:
+                return _out_of_range(op, args, e)
         inputs.append(a)
     return _apply(op, inputs, shape, plan[1], None, None)
 
@@ -257,14 +324,21 @@ def _elementwise_checked(op, args):
         raise TypeError(f"{op_name(op)}: expected a tensor, got "
                         f"{', '.join(type(a).__name__ for a in args)}")
     first = tensors[0]
-    dtype = promote_args(tensors, args)
+    try:
+        dtype = promote_args(tensors, args)
+    except TypeError as e:   # an operand that is neither a tensor nor a number
+        raise TypeError(f"{op_name(op)}: {e}") from None
     if dtype.kind not in op.kinds:
         bad = next((t for t in tensors if t._dtype.kind not in op.kinds), first)
         check_kind(op_name(op), op, bad)
         check_kind(op_name(op), op, make(type(first), None, first._device, dtype))
     dtype, out_dtype = _result(op, dtype)
     shape = broadcast_shapes(op, *(t._buf.shape for t in tensors))
-    return _apply(op, _operands(args, dtype, first), shape, out_dtype, None, None)
+    try:
+        inputs = _operands(args, dtype, first)
+    except ScalarRangeError as e:
+        return _out_of_range(op, args, e)
+    return _apply(op, inputs, shape, out_dtype, None, None)
 
 
 def _operands(args, dtype, like):
@@ -279,9 +353,16 @@ def _where(cond, a, b):
     vals = [x for x in (a, b) if isinstance(x, TensorBase)]
     if not vals:
         raise TypeError("where: at least one of the values must be a tensor")
-    dtype = promote_args(vals, (a, b))
+    try:
+        dtype = promote_args(vals, (a, b))
+    except TypeError as e:
+        raise TypeError(f"where: {e}") from None
     shape = broadcast_shapes("where", *(x._buf.shape for x in (cond, *vals)))
-    return _apply(Op.WHERE, (cond, *_operands((a, b), dtype, cond)), shape, dtype, None, None)
+    try:
+        inputs = _operands((a, b), dtype, cond)
+    except ScalarRangeError as e:
+        raise ScalarRangeError(f"where: {e}") from None
+    return _apply(Op.WHERE, (cond, *inputs), shape, dtype, None, None)
 
 
 # --- every op ---------------------------------------------------------------------------------

@@ -189,4 +189,4 @@ def scalar_dtype(value, other):
         return other if other.kind is Float or other.kind is Complex else float64
     if isinstance(value, (complex, np.complexfloating)):
         return complex_of(other)
-    raise TypeError(f"ember: cannot combine a tensor with {type(value).__name__}")
+    raise TypeError(f"cannot combine a tensor with {type(value).__name__}")

@@ -7,6 +7,7 @@ their parameters.
 """
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -170,8 +171,27 @@ class Tensor(TensorBase):
             raise AttributeError("__cuda_array_interface__: only CUDA tensors have one")
         return self._data.__cuda_array_interface__
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._host("__dlpack__()").__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of the values (zero-copy on the CPU).
+
+        A view with a negative stride (``flip``, ``[::-1]``) is exported as a contiguous copy,
+        or raises ``BufferError`` when ``copy=False``: consumers such as PyTorch abort the
+        interpreter on negative DLPack strides.
+        """
+        a = self._host("__dlpack__()")
+        if a.size > 1 and any(s < 0 for s in a.strides):
+            if copy is False:
+                raise BufferError("__dlpack__: a view with negative strides cannot be exported "
+                                  "without a copy (copy=False was asked)")
+            a = np.ascontiguousarray(a)
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return a.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self._host("__dlpack_device__()").__dlpack_device__()
@@ -416,14 +436,17 @@ class Tensor(TensorBase):
         return elementwise(Op.MOD, other, self)
 
     def pow(self, exponent):
-        """``self ** exponent`` for a tensor or scalar exponent."""
-        if self._dtype.kind is dt.Int and isinstance(exponent, numbers.Integral) and exponent < 0:
-            raise ValueError("pow: integer tensors cannot be raised to negative integer powers")
+        """``self ** exponent`` for a tensor or scalar exponent.
+
+        Integer powers wrap like numpy's; a negative integer exponent raises ``ValueError``.
+        """
+        _check_int_power(self, exponent)
         return elementwise(Op.POW, self, exponent)
 
     __pow__ = pow
 
     def __rpow__(self, other):
+        _check_int_power(other, self)
         return elementwise(Op.POW, other, self)
 
     def __neg__(self):
@@ -457,8 +480,11 @@ class Tensor(TensorBase):
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
         if self._dtype.kind is dt.Int:
+            # a bound beyond the dtype's range on its own side bounds nothing (numpy.clip);
+            # one beyond the other side is not representable and raises in dispatch
             info = np.iinfo(self._dtype.np)
-            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+            lo = info.min if min is None or (_is_int_scalar(min) and min < info.min) else min
+            hi = info.max if max is None or (_is_int_scalar(max) and max > info.max) else max
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
@@ -528,6 +554,12 @@ class Tensor(TensorBase):
 
     def __rshift__(self, other):
         return elementwise(Op.SHR, self, other)
+
+    def __rlshift__(self, other):
+        return elementwise(Op.SHL, other, self)
+
+    def __rrshift__(self, other):
+        return elementwise(Op.SHR, other, self)
 
     bitwise_and = __and__
     bitwise_or = __or__
@@ -720,7 +752,13 @@ class Tensor(TensorBase):
         return sq.sum(dim, keepdim) / max(count - correction, 0)
 
     def std(self, dim=None, keepdim=False, correction=1):
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation: ``sqrt(var)``; where it is 0 its gradient is 0 (PyTorch), not
+        the inf * 0 = NaN that sqrt's slope at 0 would give."""
+        v = self.var(dim, keepdim, correction)
+        s = v.sqrt()
+        if s._node is None:
+            return s
+        return s.mask_fill(v == 0, 0)
 
     def argmax(self, dim=None, keepdim=False):
         """Index of the largest value (first one on ties; NaN counts as largest)."""
@@ -868,7 +906,10 @@ class Tensor(TensorBase):
         return apply(Op.SLICE, self, index=idx)
 
     def narrow(self, dim, start, length):
+        if self.ndim == 0:
+            raise IndexError("narrow: a 0-d tensor has no dim to narrow")
         d = normalize_dim("narrow", dim, self.ndim)
+        start, length = _int_arg("narrow", "start", start), _int_arg("narrow", "length", length)
         n = self.shape[d]
         if start < 0:
             start += n
@@ -878,15 +919,20 @@ class Tensor(TensorBase):
 
     def split(self, split_size_or_sections, dim=0):
         """Split along ``dim`` into pieces of a given size, or of the listed sizes."""
+        if self.ndim == 0:
+            raise IndexError("split: a 0-d tensor has no dim to split")
         d = normalize_dim("split", dim, self.ndim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, numbers.Integral):
-            size = int(split_size_or_sections)
+        sections = split_size_or_sections
+        if isinstance(sections, numbers.Integral) and not isinstance(sections, (bool, np.bool_)):
+            size = int(sections)
             if size <= 0:
                 raise ValueError(f"split: split size must be positive, got {size}")
             sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
         else:
-            sizes = list(split_size_or_sections)
+            if not isinstance(sections, (list, tuple)):
+                raise TypeError(f"split: expected a split size (int) or a list of sizes, got {sections!r}")
+            sizes = [_int_arg("split", "a section size", v) for v in sections]
             if sum(sizes) != n or any(s < 0 for s in sizes):
                 raise ValueError(f"split: sections {sizes} do not add up to dim {dim} of size {n}")
         out, start = [], 0
@@ -899,6 +945,8 @@ class Tensor(TensorBase):
         """Up to ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        if self.ndim == 0:
+            raise IndexError("chunk: a 0-d tensor has no dim to chunk")
         d = normalize_dim("chunk", dim, self.ndim)
         return self.split(max(1, -(-self.shape[d] // chunks)), d)
 
@@ -991,6 +1039,9 @@ class Tensor(TensorBase):
         """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
         if self._dtype.kind is not dt.Int:
             raise TypeError(f"one_hot: expected an Int tensor, got {self._dtype.name}")
+        num_classes = _int_arg("one_hot", "num_classes", num_classes)
+        if not 0 <= num_classes < 2 ** 63:
+            raise ValueError(f"one_hot: num_classes must be non-negative and fit an int64, got {num_classes}")
         dispatch.check_index_range("one_hot", self, num_classes, what="class value",
                                    error=ValueError)
         from .creation import arange
@@ -1009,6 +1060,36 @@ class Tensor(TensorBase):
 def _check_float(name, t):
     if t._dtype.kind is not dt.Float:
         raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
+
+
+def _int_arg(name, what, value):
+    """``value`` as an int (any integer type); TypeError naming the op otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name}: {what} must be an int, got {value!r}")
+
+
+def _is_int_scalar(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_int_power(base, exponent):
+    """numpy refuses integer powers with negative exponents (its result would be a fraction)."""
+    for x in (base, exponent):
+        if (x._dtype.kind is dt.Float) if _is_tensor(x) else not isinstance(x, numbers.Integral):
+            return   # a float power
+    shapes = [x.shape for x in (base, exponent) if _is_tensor(x)]
+    if 0 in dispatch.broadcast_shapes("pow", *shapes):
+        return   # nothing is computed (numpy raises per element computed)
+    if _is_tensor(exponent):
+        negative = exponent._dtype.np.kind == "i" and (exponent < 0).any().item()
+    else:
+        negative = exponent < 0
+    if negative:
+        raise ValueError("pow: integers to negative integer powers are not allowed")
 
 
 def _check_quantized(name, t):
@@ -1077,8 +1158,9 @@ def _keep(out, shape, axes):
 def _arg_reduce(op, t, dim, keepdim):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
-    if t.numel() == 0:
-        raise ValueError(f"{name}: cannot reduce an empty tensor (shape {t.shape})")
+    if t.numel() == 0 and (dim is None or t.ndim == 0 or t.shape[normalize_dim(name, dim, t.ndim)] == 0):
+        # an empty reduced dim has no extreme; empty other dims give an empty result (numpy)
+        raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dim {dim})")
     if dim is None:
         out = apply(op, t, axis=None, dtype=dt.int64)
         return out.reshape((1,) * t.ndim) if keepdim else out
@@ -1100,6 +1182,7 @@ def _scan(op, t, dim):
 
 
 def _triangle(t, name, diagonal, lower):
+    diagonal = _int_arg(name, "diagonal", diagonal)
     if t.ndim < 2:
         raise ValueError(f"{name}: expected at least 2 dims, got shape {t.shape}")
     from .creation import arange

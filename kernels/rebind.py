@@ -32,11 +32,14 @@ def scalar_calls(fn):
 
 
 def variant(op, dtype):
-    """``op``, its float32 twin (``exp_f32``: computes in float32, vectorises wider) or its
-    complex form (``exp_c``) for results of ``dtype``."""
+    """``op``, its float32 twin (``exp_f32``: computes in float32, vectorises wider), its
+    complex form (``exp_c``) or its integer twin (``floordiv_int``: integer semantics that
+    differ from the float ones) for results of ``dtype``."""
     dtype = np.dtype(dtype)
     if dtype == np.float32 and hasattr(scalar, op + "_f32"):
         return op + "_f32"
     if dtype.kind == "c" and hasattr(scalar, op + "_c"):
         return op + "_c"
+    if dtype.kind in "iu" and hasattr(scalar, op + "_int"):
+        return op + "_int"
     return op

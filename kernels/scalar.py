@@ -67,12 +67,33 @@ def floordiv(a, b):
     return a // b
 
 
+def floordiv_int(a, b):
+    # integers (``rebind.variant``): x // 0 is 0 and the minimum // -1 wraps to the minimum,
+    # as numpy; Numba's own int64 division gives 0 there (int8 and int32 already wrapped)
+    return -a if b == -1 else a // b
+
+
 def mod(a, b):
     return a % b
 
 
 def power(a, b):
     return a ** b
+
+
+def power_int(a, b):
+    # integers: exponentiation by squaring, wrapping like numpy's integer power (Numba's
+    # ``**`` gave 0 for negative and INT64_MIN for large exponents).  Negative exponents
+    # never get here: dispatch raises as numpy does; a negative ``b`` would give 1
+    r = a - a + 1
+    base = a
+    e = b
+    while e > 0:
+        if e & 1:
+            r = r * base
+        base = base * base
+        e = e >> 1
+    return r
 
 
 def neg(a):
@@ -88,7 +109,7 @@ def sign(a):
         return 1
     if a < 0:
         return -1
-    return a  # 0 stays 0, NaN stays NaN
+    return a - a  # +-0 gives +0 (numpy), NaN stays NaN
 
 
 def maximum(a, b):
@@ -101,9 +122,10 @@ def minimum(a, b):
 
 
 def clamp(a, lo, hi):
-    # min(max(a, lo), hi) as numpy.clip and torch.clamp: hi wins when lo > hi; NaN stays
-    r = lo if a < lo else a
-    return hi if r > hi else r
+    # minimum(maximum(a, lo), hi) as numpy.clip and torch.clamp: hi wins when lo > hi, and a
+    # NaN anywhere (the value or a bound) gives NaN
+    r = a if (a >= lo or a != a) else lo
+    return r if (r <= hi or r != r) else hi
 
 
 def where(c, a, b):
@@ -573,16 +595,18 @@ def _is_integral(a):
     return not (abs(a) < 4503599627370496.0)
 
 
+# rounding keeps the sign of a zero result (IEEE, numpy): ceil(-0.5) and floor(-0.0) are -0.0;
+# every result has the sign of its input, so copysign restores what int -> float loses
 def floor(a):
-    return a if _is_integral(a) else float(math.floor(a))
+    return a if _is_integral(a) else math.copysign(float(math.floor(a)), a)
 
 
 def ceil(a):
-    return a if _is_integral(a) else float(math.ceil(a))
+    return a if _is_integral(a) else math.copysign(float(math.ceil(a)), a)
 
 
 def trunc(a):
-    return a if _is_integral(a) else float(math.trunc(a))
+    return a if _is_integral(a) else math.copysign(float(math.trunc(a)), a)
 
 
 def round_even(a):
@@ -593,7 +617,7 @@ def round_even(a):
     d = a - r
     if d > 0.5 or (d == 0.5 and r % 2 != 0):
         r += 1
-    return r
+    return math.copysign(r, a)   # round(-0.4) is -0.0
 
 
 def isnan(a):
@@ -625,12 +649,16 @@ def bit_not(a):
     return ~a
 
 
+# Shifts as numpy defines them, not as the CPU masks the count (x86 shifts by b % 64): a
+# count outside [0, 64) gives 0, or -1 for a negative value shifted right.  Narrower types
+# compute in 64 bits and are truncated on store, which gives numpy's answer for counts up
+# to 63 too (1 << 8 is 0 in int8).
 def shl(a, b):
-    return a << b
+    return a << b if (b >= 0) & (b < 64) else a - a
 
 
 def shr(a, b):
-    return a >> b
+    return a >> b if (b >= 0) & (b < 64) else (a - a) - (a < 0)
 
 
 def logical_and(a, b):
