@@ -35,9 +35,7 @@ from ember.benchmark import Timer, summarize
 from perf.timing import benchmark_blocks
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
-          "quantized", "startup", "fft", "cuda")
-
-          "quantized", "startup", "linalg", "cuda")
+          "quantized", "startup", "fft", "linalg", "cuda")
 TOLERANCE = 1e-3  # largest |ember - numpy| / max|numpy| before a row is flagged as a mismatch
 
 
