@@ -1,6 +1,6 @@
 """Parameter estimation for a damped oscillator, by autodiff through an unrolled ODE solver.
 
-    python examples/fit_ode.py [--quick]
+    python examples/fit_ode.py [--quick] [--eager]
 
 The oscillator ``x'' + 2 zeta omega x' + omega^2 x = 0`` is observed, with noise, at a few
 hundred times from three different initial states.  We recover the damping ratio ``zeta`` and
@@ -10,7 +10,10 @@ the natural frequency ``omega``:
    in Ember ops on the state ``s = (x, v)`` of all trajectories at once;
 2. the loss is the mean squared error between the simulated and observed positions;
 3. ``loss.backward()`` differentiates through the whole unrolled solve, and ``ember.optim.Adam``
-   updates ``(log zeta, log omega)`` (the logs keep both parameters positive).
+   updates ``(log zeta, log omega)`` (the logs keep both parameters positive);
+4. the whole iteration (solve, loss, backward, Adam: some 10^4 ops) is one ``ember.compile``d
+   step, traced once per time window and replayed without its Python (``--eager`` runs it op
+   by op, to compare).
 
 The frequency makes the loss non-convex (a wrong guess of omega fits a different number of
 oscillations), so the fit starts on the first part of the record and extends the time window as
@@ -65,10 +68,24 @@ def simulate(log_zeta, log_omega, s0, steps):
     return ember.stack(xs)
 
 
+def fit_step(opt, s0, compiled=True):
+    """One Adam iteration on the first ``steps`` solver steps against ``target``; returns the
+    loss.  ``steps`` is a Python int: static, so each time window traces once."""
+    def step(target, steps):
+        log_zeta, log_omega = opt.params
+        loss = F.mse_loss(simulate(log_zeta, log_omega, s0, steps), target)
+        opt.step(loss.backward())
+        return loss
+
+    return ember.compile(step) if compiled else step
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few iterations per window")
-    windows = [(span, 5) for span, _ in WINDOWS] if parser.parse_args().quick else WINDOWS
+    parser.add_argument("--eager", action="store_true", help="iterate op by op, not compiled")
+    args = parser.parse_args()
+    windows = [(span, 5) for span, _ in WINDOWS] if args.quick else WINDOWS
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     steps_total = round(T_END / DT)
@@ -81,21 +98,26 @@ def main():
     params = [ember.tensor([math.log(v)], dtype=ember.float64, device=device).require_grad()
               for v in (START_ZETA, START_OMEGA)]
     opt = Adam(params, lr=0.05)
+    step = fit_step(opt, s0, compiled=not args.eager)
     print(f"true parameters:  zeta = {TRUE_ZETA:.4f}, omega = {TRUE_OMEGA:.4f}")
     print(f"initial guess:    zeta = {START_ZETA:.4f}, omega = {START_OMEGA:.4f}")
     print(f"{len(INITIAL_STATES)} trajectories, {steps_total + 1} noisy samples each (sigma = {NOISE})")
     it = 0
+    replays = []   # seconds per iteration after each window's first (its trace)
     for span, iterations in windows:
         steps = round(span / DT)
         target = observed[:steps + 1]
-        for _ in range(iterations):
-            log_zeta, log_omega = params
-            loss = F.mse_loss(simulate(log_zeta, log_omega, s0, steps), target)
-            params = opt.step(loss.backward())
+        for k in range(iterations):
+            start = time.perf_counter()
+            loss = step(target, steps)
+            loss_value = loss.item()
+            if k:
+                replays.append(time.perf_counter() - start)
+            params = opt.params
             it += 1
             if it % 15 == 0 or it == 1:
                 z, w = (math.exp(p.item()) for p in params)
-                print(f"  iter {it:4d}  t <= {span:3.1f}s  loss {loss.item():.3e}  "
+                print(f"  iter {it:4d}  t <= {span:3.1f}s  loss {loss_value:.3e}  "
                       f"zeta {z:.4f}  omega {w:.4f}")
     zeta, omega = (math.exp(p.item()) for p in params)
     print(f"recovered:        zeta = {zeta:.4f}, omega = {omega:.4f}")
@@ -104,6 +126,10 @@ def main():
     final = F.mse_loss(simulate(*[p.without_autodiff() for p in params], s0, steps_total), observed)
     print(f"final RMS residual {math.sqrt(final.item()):.4f} (noise level {NOISE}); "
           f"{time.perf_counter() - t0:.1f} s")
+    if replays:
+        kind = "eager" if args.eager else f"compiled ({step.traces} traces, one per window)"
+        print(f"{kind}: median {1e3 * sorted(replays)[len(replays) // 2]:.1f} ms per iteration "
+              "after each window's first")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
 """Ember quickstart: train a small neural network on two interleaved spirals.
 
-    python examples/quickstart.py [--device cpu|cuda] [--quick]
+    python examples/quickstart.py [--device cpu|cuda] [--quick] [--eager]
 
 A 2-64-64-2 MLP (tanh) learns to tell the two arms of a noisy spiral apart: Adam on
-mini-batches of 128, with a progress bar showing the loss and the accuracy.  Then:
+mini-batches of 128, with a progress bar showing the loss (``tqdm`` when it is installed:
+``pip install -e ".[examples]"``).  Each training step (forward, ``loss.backward()``,
+``opt.step``) is one ``ember.compile``d function: traced on the first batch, replayed on the
+others; ``--eager`` runs it op by op instead.  Then:
 
 1. its gradients, checked against a numpy forward pass with a hand-written backward;
 2. gradient checkpointing: the same step under ``CheckpointingStrategy.BALANCED`` gives the
    same gradients and keeps less memory between forward and backward;
 3. quantized inference: the trained weights as 8-bit (Q8S) and packed 4-bit (Q4S) integers
    with one float32 scale per block of 32 weights: accuracy and bytes;
-4. timings against numpy (a training step, inference).
+4. timings: the compiled step against the eager one and numpy (a training step, inference).
 
 The first op compiles Numba kernels (a cold start) or loads them from the disk cache
 (``~/.cache/ember``: a warm start); the script says which, and how long it all took.
@@ -70,10 +73,23 @@ def accuracy(params, x, y):
     return float((logits.argmax(dim=1) == y).cast(ember.float32).mean().item())
 
 
-def train(x_np, y_np, device, epochs, on_epoch=None, seed=0):
+def training_step(opt, compiled=True):
+    """One step on a batch ``(x, y)``: forward, backward, Adam; returns the loss.  Compiled, the
+    first call traces it and the others replay what it launched (``opt`` is read and updated
+    at every call, as in eager mode)."""
+    def step(x, y):
+        loss = F.cross_entropy(forward(opt.params, x), y)
+        opt.step(loss.backward())
+        return loss
+
+    return ember.compile(step) if compiled else step
+
+
+def train(x_np, y_np, device, epochs, on_epoch=None, seed=0, compiled=True):
     """Adam on shuffled mini-batches; returns the parameters (autodiff leaves) and the last loss."""
     params = [ember.tensor(p, device=device).require_grad() for p in init_params(seed)]
     opt = ember.optim.Adam(params, lr=LR)
+    step = training_step(opt, compiled)
     rng = np.random.default_rng(seed + 1)
     steps = len(x_np) // BATCH
     loss_value = float("nan")
@@ -84,13 +100,11 @@ def train(x_np, y_np, device, epochs, on_epoch=None, seed=0):
             idx = order[i * BATCH:(i + 1) * BATCH]
             x = ember.tensor(x_np[idx], device=device)
             y = ember.tensor(y_np[idx], device=device.base())
-            loss = F.cross_entropy(forward(params, x), y)
-            params = opt.step(loss.backward())
-            total += loss.item()
+            total += step(x, y).item()
         loss_value = total / steps
         if on_epoch is not None:
-            on_epoch(epoch + 1, epochs, loss_value, params)
-    return params, loss_value
+            on_epoch(epoch + 1, epochs, loss_value, opt.params)
+    return opt.params, loss_value
 
 
 # --- numpy reference: the same forward pass and its hand-written backward ----------------------
@@ -139,19 +153,29 @@ def count_compilations():
     return compiled
 
 
-def progress_bar(start):
-    """An ``on_epoch`` callback drawing a 30-character bar (one line per 10 epochs off a terminal)."""
-    tty = sys.stdout.isatty()
+def progress(epochs):
+    """An ``on_epoch`` callback: a tqdm bar when tqdm is installed and stdout is a terminal,
+    else a plain line every 10 epochs."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None and sys.stdout.isatty():
+        bar = tqdm(total=epochs, desc="   training", unit="epoch", ncols=80)
+
+        def show(epoch, epochs, loss, params):
+            bar.set_postfix(loss=f"{loss:.4f}")
+            bar.update(1)
+            if epoch == epochs:
+                bar.close()
+        return show
+
+    start = time.perf_counter()
 
     def show(epoch, epochs, loss, params):
-        if not tty and epoch % 10 and epoch != epochs:
-            return
-        done = 30 * epoch // epochs
-        line = (f"   epoch {epoch:3d}/{epochs} [{'#' * done}{'.' * (30 - done)}] loss {loss:.4f}  "
-                f"{time.perf_counter() - start:5.1f} s")
-        print(("\r" + line) if tty else line, end="" if tty and epoch < epochs else "\n",
-              flush=True)
-
+        if epoch % 10 == 0 or epoch == epochs:
+            print(f"   epoch {epoch:3d}/{epochs}  loss {loss:.4f}  {time.perf_counter() - start:5.1f} s",
+                  flush=True)
     return show
 
 
@@ -205,6 +229,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--quick", action="store_true", help="10 epochs, no timing table")
+    parser.add_argument("--eager", action="store_true",
+                        help="train op by op instead of with an ember.compile'd step")
     args = parser.parse_args()
     try:
         base = ember.Device.cpu() if args.device == "cpu" else ember.Device.cuda()
@@ -223,9 +249,10 @@ def main():
     x_np, y_np = spirals(POINTS)
     x_test, y_test = spirals(POINTS, seed=1)
     print(f"\nTraining a 2-{HIDDEN}-{HIDDEN}-2 MLP on {POINTS} spiral points: Adam (lr {LR}), "
-          f"batches of {BATCH}, {epochs} epochs")
+          f"batches of {BATCH}, {epochs} epochs, {'eager' if args.eager else 'compiled'} steps")
     start = time.perf_counter()
-    params, loss = train(x_np, y_np, device, epochs, progress_bar(start))
+    params, loss = train(x_np, y_np, device, epochs, progress(epochs), compiled=not args.eager)
+    print(f"   trained in {time.perf_counter() - start:.1f} s")
     x_all, y_all = ember.tensor(x_np, device=base), ember.tensor(y_np, device=base)
     acc = accuracy(params, x_all, y_all)
     test_acc = accuracy(params, ember.tensor(x_test, device=base), ember.tensor(y_test, device=base))
@@ -270,23 +297,28 @@ def main():
     # 4. timings
     if not args.quick:
         xb, yb = x_np[:BATCH], y_np[:BATCH]
-        xb_t, yb_t = ember.tensor(xb, device=device), ember.tensor(yb)
-        tracked = [ember.tensor(p, device=device).require_grad() for p in trained]
-        plain = [p.without_autodiff() for p in tracked]
+        xb_t, yb_t = ember.tensor(xb, device=device), ember.tensor(yb, device=base)
+        steps = [training_step(ember.optim.Adam(
+            [ember.tensor(p, device=device).require_grad() for p in trained], lr=LR), compiled)
+            for compiled in (True, False)]
+        plain = [ember.tensor(p, device=base) for p in trained]
+        infer = [ember.compile(lambda x: forward(plain, x).argmax(dim=1)),
+                 lambda x: forward(plain, x).argmax(dim=1)]
 
-        def ember_step():
-            grads = F.cross_entropy(forward(tracked, xb_t), yb_t).backward()
-            return ember.fusion.force(*[p.grad(grads) for p in tracked])   # fused work included
+        def numpy_train_step():   # numpy's step: forward and its hand-written backward
+            return numpy_step(trained, xb, yb)
 
-        cases = [
-            (f"training step (batch {BATCH})", ember_step, lambda: numpy_step(trained, xb, yb)),
-            (f"inference ({POINTS} points)", lambda: forward(plain, x_all).argmax(dim=1),
-             lambda: numpy_predict(trained, x_np)),
+        cases = [   # (name, ember compiled, ember eager, numpy)
+            (f"training step (batch {BATCH})", lambda: ember.fusion.force(steps[0](xb_t, yb_t)),
+             lambda: ember.fusion.force(steps[1](xb_t, yb_t)), numpy_train_step),
+            (f"inference ({POINTS} points)", lambda: ember.fusion.force(infer[0](x_all)),
+             lambda: ember.fusion.force(infer[1](x_all)), lambda: numpy_predict(trained, x_np)),
         ]
-        print(f"4. Timings (median per call)     {'ember':>9}  {'numpy':>9}  numpy/ember")
-        for name, fe, fn in cases:
-            te, tn = median_times([fe, fn])
-            print(f"   {name:<29}  {fmt(te):>9}  {fmt(tn):>9}  {tn / te:9.2f}x")
+        print(f"4. Timings (median per call)     {'compiled':>9}  {'eager':>9}  {'numpy':>9}  "
+              "numpy/compiled")
+        for name, fc, fe, fn in cases:
+            tc, te, tn = median_times([fc, fe, fn])
+            print(f"   {name:<29}  {fmt(tc):>9}  {fmt(te):>9}  {fmt(tn):>9}  {tn / tc:9.2f}x")
 
     total = time.perf_counter() - START
     print(f"\nDone in {total:.1f} s, {len(compiled)} kernels compiled this run"

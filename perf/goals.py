@@ -55,6 +55,28 @@ GOALS = [
          ("numpy",)),
     Goal("einsum ij,jk,kl->il 1000x100,100x1000,1000x10 f64",
          "einsum ij,jk,kl->il vs numpy optimize=True", 1.1, ("numpy",)),
+
+    # issue 19 (the small suite): ember.compile against jax.jit, eager against torch or numpy
+    Goal("MLP 2-64-64-2 tanh b128: fwd+bwd+Adam step: compiled", "MLP step, compiled, vs jax.jit",
+         0.5, ("jax",)),
+    Goal("MLP 2-64-64-2 tanh b128: fwd+bwd+Adam step: eager", "MLP step, eager, vs torch eager",
+         1.0, ("torch",)),
+    Goal("MLP 2-64-64-2 inference, 2048 points + argmax: compiled",
+         "MLP inference 2048, compiled, vs jax.jit", 0.5, ("jax",)),
+    Goal("MLP 2-64-64-2 inference, 2048 points + argmax: eager", "MLP inference 2048, eager, vs numpy",
+         1.0, ("numpy",)),
+    Goal("RK4 x 100 damped oscillator f64: MSE + gradient: compiled",
+         "RK4 x 100 + gradient, compiled, vs jax.jit", 0.5, ("jax",)),
+    Goal("RK4 x 100 damped oscillator f64: MSE + gradient: eager",
+         "RK4 x 100 + gradient, eager, vs torch eager", 1.0, ("torch",)),
+    *[Goal(f"{w}: first call, new process, cold kernel cache", f"{label}: first call, cold cache, "
+           "vs jax.jit's", 3.0, ("jax",)) for w, label in
+      (("MLP 2-64-64-2 tanh b128: fwd+bwd+Adam step", "MLP step"),
+       ("RK4 x 100 damped oscillator f64: MSE + gradient", "RK4"))],
+    *[Goal(f"{w}: first call, new process, warm kernel cache", f"{label}: first call, warm cache",
+           0.05, ()) for w, label in
+      (("MLP 2-64-64-2 tanh b128: fwd+bwd+Adam step", "MLP step"),
+       ("RK4 x 100 damped oscillator f64: MSE + gradient", "RK4"))],
 ]
 
 
@@ -77,7 +99,7 @@ def figure(goal, row) -> Optional[tuple]:
 def table(doc):
     """The goals as a text table: workload, Ember, best peer, figure, goal, met or missed."""
     rows = {r["name"]: r for r in doc["rows"]}
-    head = ["goal (issue 9)", "ember", "best peer", "figure", "goal", "", "vs numpy out="]
+    head = ["goal", "ember", "best peer", "figure", "goal", "", "vs numpy out="]
     lines = []
     for goal in GOALS:
         row = rows.get(goal.row)

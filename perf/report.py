@@ -77,13 +77,12 @@ def align(head, lines):
 def table(doc):
     """The rows of one results file as a text table, then the reasons of non-ok rows."""
     rows = doc["rows"]
-    show_torch = any("torch" in r["results"] for r in rows)
-    show_scipy = any("scipy" in r["results"] for r in rows)
+    # the peers beyond numpy that some row has, each as a column and a ratio
+    extra = [lib for lib in ("torch", "scipy", "torch_compile", "jax")
+             if any(lib in r["results"] for r in rows)]
     head = ["benchmark", "ember", "spread", "numpy", "vs numpy", "numpy out=", "1st call"]
-    if show_torch:
-        head += ["torch", "vs torch"]
-    if show_scipy:
-        head += ["scipy", "vs scipy"]
+    for lib in extra:
+        head += [lib, f"vs {lib}"]
     lines, suites = [], []
     for r in rows:
         status = r["status"]
@@ -92,10 +91,8 @@ def table(doc):
                  relative_spread(r), format_value(median(r, "numpy"), r["unit"]),
                  format_ratio(speedup(r, "numpy")), format_value(median(r, "numpy_out"), r["unit"]),
                  format_seconds(r.get("first_call_s"))]
-        if show_torch:
-            cells += [format_value(median(r, "torch"), r["unit"]), format_ratio(speedup(r, "torch"))]
-        if show_scipy:
-            cells += [format_value(median(r, "scipy"), r["unit"]), format_ratio(speedup(r, "scipy"))]
+        for lib in extra:
+            cells += [format_value(median(r, lib), r["unit"]), format_ratio(speedup(r, lib))]
         lines.append(cells)
         suites.append(r["suite"])
     out, fmt = align(head, lines)

@@ -35,7 +35,7 @@ from ember.benchmark import Timer, summarize
 from perf.timing import benchmark_blocks
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
-          "quantized", "startup", "fft", "linalg", "cuda")
+          "quantized", "startup", "fft", "linalg", "small", "cuda")
 TOLERANCE = 1e-3  # largest |ember - numpy| / max|numpy| before a row is flagged as a mismatch
 
 
@@ -669,6 +669,9 @@ def cases(suites, device="cpu"):
             out += [Case(suite, [op.name], lambda st, dev, op=op: la.run_linalg_op(op, st, dev))
                     for op in la.OPS]
             out.append(Case(suite, [la.GP], la.run_gp))
+        elif suite == "small":   # perf/small_suite.py
+            from perf import small_suite as sm
+            out.append(Case(suite, sm.row_names(), sm.run_small))
         elif suite == "quantized":
             out += [Case(suite, [qm_name(rows, k, label) for label, _, _ in QM_SCHEMES],
                          lambda st, dev, rows=rows, k=k: run_qmatmul(st, dev, rows, k))

@@ -58,7 +58,7 @@ def run(script, *args, env=None):
 
 def test_quickstart_quick():
     out = run("quickstart.py", "--quick")
-    assert "training accuracy" in out and "epoch  10/10" in out
+    assert "training accuracy" in out and "epoch  10/10" in out and "compiled steps" in out
     assert "gradients identical" in out
     assert "Q8S" in out and "Q4S" in out
     assert "Done in" in out
@@ -72,6 +72,7 @@ def test_heat_kmeans_quick():
 def test_fit_ode_quick():
     out = run("fit_ode.py", "--quick")
     assert "recovered:" in out
+    assert "compiled (3 traces, one per window)" in out
 
 
 def test_gaussian_process_quick():
