@@ -215,8 +215,11 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
     arg_regs = []
     for t in arg_leaves:
         arg_regs.append(reg(t._data))
+    # an array held by several optimizer slots (two optimizers over the same parameters) is
+    # read from the slot the step writes back: the one whose value advances call by call
+    written = {(opt, what, i) for opt, i, what, *_ in opt_after}
     opt_reads = []
-    for (opt, what, i), array in snapshot.items():
+    for (opt, what, i), array in sorted(snapshot.items(), key=lambda kv: kv[0] not in written):
         if id(array) not in where:
             opt_reads.append((reg(array), opt, what, i))
     # the launches: inputs not made by an earlier launch (nor inputs) are constants

@@ -262,3 +262,18 @@ def test_a_second_process_traces_once_and_compiles_nothing(tmp_path):
     first = compiled_in_new_process(CACHE_SCRIPT, tmp_path)
     assert first   # the first process compiled the step's kernels
     assert compiled_in_new_process(CACHE_SCRIPT, tmp_path) == []
+
+
+def test_two_optimizers_over_the_same_parameters_read_the_stepped_one():
+    """A second optimizer holding the same parameter tensors (made earlier, still alive) must
+    not be where a replay reads them from: the stepped optimizer's values advance."""
+    params = _mlp_params(DEVICE.autodiff())
+    bystander = ember.optim.SGD(params, lr=0.1)   # noqa: F841  (alive, never stepped)
+    opt = ember.optim.SGD(params, lr=0.1)
+    x, target = t(X), t([0, 3, 1, 2, 2, 0], ember.int64)
+    eager_opt = ember.optim.SGD(_mlp_params(DEVICE.autodiff()), lr=0.1)
+    step = ember.compile(lambda x, target: _train_step(opt, x, target))
+    for _ in range(3):
+        same(step(x, target), _train_step(eager_opt, x, target).inner())
+    for p, q in zip(opt.params, eager_opt.params):
+        same(p.inner(), q.inner())
