@@ -76,6 +76,20 @@ def rk4_data():
     return np.array(INITIAL_STATES), observed, np.log([ZETA0, OMEGA0])
 
 
+def rk4_positions(s0, a_t, stack):
+    """The positions of every trajectory at each of the RK4_STEPS + 1 times, for any library
+    whose arrays have ``@``, ``+``, ``*`` and ``[:, 0]`` (all four do): ``s' = s @ a_t``."""
+    s, xs = s0, [s0[:, 0]]
+    for _ in range(RK4_STEPS):
+        k1 = s @ a_t
+        k2 = (s + k1 * (DT / 2)) @ a_t
+        k3 = (s + k2 * (DT / 2)) @ a_t
+        k4 = (s + k3 * DT) @ a_t
+        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
+        xs.append(s[:, 0])
+    return stack(xs)
+
+
 # --- numpy -----------------------------------------------------------------------------------
 def numpy_mlp_grads(params, x, y):
     w1, b1, w2, b2, w3, b3 = params
@@ -123,15 +137,7 @@ def numpy_predict(params, x):
 def numpy_rk4(theta, s0, observed):
     zeta, omega = np.exp(theta)
     a_t = np.array([[0.0, -omega * omega], [1.0, -2 * zeta * omega]])
-    s, xs = s0, [s0[:, 0]]
-    for _ in range(RK4_STEPS):
-        k1 = s @ a_t
-        k2 = (s + k1 * (DT / 2)) @ a_t
-        k3 = (s + k2 * (DT / 2)) @ a_t
-        k4 = (s + k3 * DT) @ a_t
-        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
-        xs.append(s[:, 0])
-    return np.mean((np.stack(xs) - observed) ** 2)
+    return np.mean((rk4_positions(s0, a_t, np.stack) - observed) ** 2)
 
 
 def numpy_rk4_grad(theta, s0, observed, h=1e-6):
@@ -193,15 +199,7 @@ def ember_rk4(lz, lw, s0, observed):
     zeta, omega = lz.exp(), lw.exp()
     zero, one = ember.zeros(1, dtype=ember.float64), ember.ones(1, dtype=ember.float64)
     a_t = ember.stack([ember.cat([zero, -(omega * omega)]), ember.cat([one, -2 * zeta * omega])])
-    s, xs = s0, [s0[:, 0]]
-    for _ in range(RK4_STEPS):
-        k1 = s @ a_t
-        k2 = (s + k1 * (DT / 2)) @ a_t
-        k3 = (s + k2 * (DT / 2)) @ a_t
-        k4 = (s + k3 * DT) @ a_t
-        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
-        xs.append(s[:, 0])
-    return F.mse_loss(ember.stack(xs), observed)
+    return F.mse_loss(rk4_positions(s0, a_t, ember.stack), observed)
 
 
 def ember_rk4_grad(compiled, device=None):
@@ -272,15 +270,7 @@ def torch_rk4(torch):
         zeta, omega = th.exp()
         a_t = torch.stack([torch.stack([torch.zeros((), dtype=torch.float64), -omega * omega]),
                            torch.stack([torch.ones((), dtype=torch.float64), -2 * zeta * omega])])
-        s, xs = s0, [s0[:, 0]]
-        for _ in range(RK4_STEPS):
-            k1 = s @ a_t
-            k2 = (s + k1 * (DT / 2)) @ a_t
-            k3 = (s + k2 * (DT / 2)) @ a_t
-            k4 = (s + k3 * DT) @ a_t
-            s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
-            xs.append(s[:, 0])
-        loss = torch.mean((torch.stack(xs) - observed) ** 2)
+        loss = torch.mean((rk4_positions(s0, a_t, torch.stack) - observed) ** 2)
         return loss, torch.autograd.grad(loss, th)[0]
 
     return loss_and_grad
@@ -363,15 +353,7 @@ def jax_rk4(jax):
         zeta, omega = jnp.exp(th)
         a_t = jnp.stack([jnp.stack([0.0 * omega, -omega * omega]),
                          jnp.stack([1.0 + 0.0 * omega, -2 * zeta * omega])])
-        s, xs = s0, [s0[:, 0]]
-        for _ in range(RK4_STEPS):
-            k1 = s @ a_t
-            k2 = (s + k1 * (DT / 2)) @ a_t
-            k3 = (s + k2 * (DT / 2)) @ a_t
-            k4 = (s + k3 * DT) @ a_t
-            s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
-            xs.append(s[:, 0])
-        return jnp.mean((jnp.stack(xs) - observed) ** 2)
+        return jnp.mean((rk4_positions(s0, a_t, jnp.stack) - observed) ** 2)
 
     f = jax.jit(jax.value_and_grad(loss))
 
