@@ -25,6 +25,7 @@ Decisions (docs/decisions.md, "ember.compile"):
   devices the trace gave them; an optimizer's new parameters are marked leaves, as
   ``opt.step`` returns them.
 """
+import builtins
 import functools
 import traceback
 import weakref
@@ -143,11 +144,11 @@ class _Program:
     """One traced signature: the launches to replay over registers, and how to read the
     inputs and write the results and the optimizers' new state."""
 
-    def __init__(self, regs, arg_regs, opt_reads, steps, out_spec, out_regs, opt_writes, guards):
+    def __init__(self, regs, arg_regs, opt_reads, replay, out_spec, out_regs, opt_writes, guards):
         self.regs = regs            # initial registers: constants filled, the rest None
         self.arg_regs = arg_regs    # register of each argument tensor, in leaf order
         self.opt_reads = opt_reads  # (register, optimizer, "param"|key, index)
-        self.steps = steps          # callables step(R)
+        self.replay = replay        # replay(R): every kept launch and check, in order
         self.out_spec = out_spec    # the result's structure (``_flatten`` of the traced result)
         self.out_regs = out_regs    # per result tensor: (register, class, device, dtype)
         self.opt_writes = opt_writes  # (optimizer, index, "param"|key, register, device, dtype, mark)
@@ -164,8 +165,7 @@ class _Program:
         for k, opt, what, i in self.opt_reads:
             t = opt._params[i] if what == "param" else opt._state[i][what]
             R[k] = t._data
-        for step in self.steps:
-            step(R)
+        self.replay(R)
         results = iter([make(cls, R[k], device, dtype) for k, cls, device, dtype in self.out_regs])
         out = _rebuild(self.out_spec, results)
         if self.opt_writes:
@@ -180,25 +180,49 @@ class _Program:
         return out
 
 
-def _launch_step(backend, op, ins, params, outs, single):
-    """One launch as a replay step: inputs from registers, outputs into registers."""
-    execute = backend.execute
-    if single:
-        (o,) = outs
-
-        def step(R):
-            R[o] = execute(op, *[R[k] for k in ins], **params)
-    else:
-        def step(R):
-            for k, a in zip(outs, _arrays(execute(op, *[R[k] for k in ins], **params), [])):
-                R[k] = a
-    return step
+# launches without inputs whose result depends on their params alone: a program keeps the
+# trace's array (tensors are values) instead of filling a new one per replay
+_CREATIONS = frozenset((Op.FULL, Op.ARANGE))
 
 
-def _check_step(backend, regs, check):
-    def step(R):
-        check(*[backend.execute(Op.TO_HOST, R[k]).reshape(()).item() for k in regs])
-    return step
+def _replay(kept):
+    """The kept steps as one generated Python function ``replay(R)`` over the registers: a
+    line per launch calling what the backend bound for it (``Backend.bind``: the op table's
+    lookup and the keyword parsing done once), so a replay pays no loop, closure or
+    ``execute`` frame per launch."""
+    names = {"_spread": _spread}
+    lines = ["def replay(R):"]
+    for j, s in enumerate(kept):
+        if s[0] == "launch":
+            _, backend, op, ins, params, outs, single, inputs, out = s
+            names[f"F{j}"] = backend.bind(op, params, inputs, out)
+            call = f"F{j}({', '.join(f'R[{k}]' for k in ins)})"
+            if single:
+                lines.append(f"    R[{outs[0]}] = {call}")
+            elif isinstance(out, (tuple, list)) and all(hasattr(a, "shape") for a in out):
+                lines.append(f"    {''.join(f'R[{k}], ' for k in outs)}= {call}")   # unpacked
+            else:   # nested
+                lines.append(f"    _spread(R, {tuple(outs)!r}, {call})")
+        else:
+            _, backend, regs, check = s
+            names[f"F{j}"] = _check_call(backend, check)
+            lines.append(f"    F{j}({', '.join(f'R[{k}]' for k in regs)})")
+    if len(lines) == 1:
+        lines.append("    pass")
+    exec(builtins.compile("\n".join(lines), "<ember.compile replay>", "exec"), names)
+    return names["replay"]
+
+
+def _spread(R, regs, out):
+    """The arrays of a launch that returns several (tuples and lists) into registers."""
+    for k, a in zip(regs, _arrays(out, [])):
+        R[k] = a
+
+
+def _check_call(backend, check):
+    def run(*arrays):
+        check(*[backend.execute(Op.TO_HOST, a).reshape(()).item() for a in arrays])
+    return run
 
 
 def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
@@ -227,6 +251,9 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
     for s in recorder.steps:
         if s[0] == "launch":
             _, backend, op, inputs, params, out = s
+            if op in _CREATIONS:   # a value fixed by its params: made once, by the trace
+                reg(out, out)
+                continue
             ins = []
             for a in inputs:
                 k = where.get(id(a))
@@ -235,7 +262,8 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
                 ins.append(k)
             arrays = _arrays(out, [])
             outs = [reg(a) for a in arrays]
-            raw.append(("launch", backend, op, ins, params, outs, hasattr(out, "shape")))
+            raw.append(("launch", backend, op, ins, params, outs, hasattr(out, "shape"), inputs,
+                        out))
         else:
             _, backend, arrays, check = s
             raw.append(("check", backend, [where[id(a)] for a in arrays], check))
@@ -264,15 +292,11 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
             live.update(s[2])
         kept.append(s)
     kept.reverse()
-    steps = []
-    for s in kept:
-        if s[0] == "launch":
-            _, backend, op, ins, params, outs, single = s
-            steps.append(_launch_step(backend, op, ins, params, outs, single))
-        else:
-            steps.append(_check_step(s[1], s[2], s[3]))
     guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
-    return _Program(regs, arg_regs, opt_reads, steps, out_spec, out_regs, opt_writes, guards)
+    program = _Program(regs, arg_regs, opt_reads, _replay(kept), out_spec, out_regs, opt_writes,
+                       guards)
+    program.launches = sum(s[0] == "launch" for s in kept)
+    return program
 
 
 def _force_all(leaves):

@@ -220,9 +220,13 @@ def test_bad_arguments_raise():
 
 def test_a_long_unrolled_loop_traces_in_bounded_time():
     """10^4 launches (fusion off: one per op) trace in bounded time: ~0.2 s on the 2-core VM
-    (the eager call itself ~0.03 s), replay in ~0.04 s; the bound leaves room for a loaded CI."""
+    (the eager call itself ~0.03 s), replay in ~0.04 s; the bound leaves room for a loaded CI.
+    The CUDA simulator runs each kernel in Python (~10 ms a launch): 10^3 launches there."""
+    steps = 2500 if DEVICE.type == "cpu" else 250
+    launches = 4 * steps
+
     def integrate(y, k):
-        for _ in range(2500):   # 4 ops a step
+        for _ in range(steps):   # 4 ops a step
             y = y + (y * k).tanh() * 0.001
         return y
 
@@ -234,12 +238,12 @@ def test_a_long_unrolled_loop_traces_in_bounded_time():
         got = step(y, k)
         traced = time.perf_counter() - start
         (program,) = step._programs.values()
-        assert len(program.steps) >= 10_000
+        assert program.launches >= launches
         same(step(y, k), got)
         same(got, integrate(y, k))
     finally:
         ember.fusion.set_enabled(previous)
-    assert traced < 60, f"tracing 10^4 launches took {traced:.1f} s"
+    assert traced < 60, f"tracing {launches} launches took {traced:.1f} s"
 
 
 CACHE_SCRIPT = """

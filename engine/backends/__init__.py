@@ -11,6 +11,8 @@ A backend is imported the first time a tensor of its device runs an op, so ``imp
 neither imports Numba's CUDA target nor compiles anything.  The CPU has one backend; CUDA
 has one per GPU index (its own stream and memory pool).
 """
+import functools
+
 _BACKENDS = {}
 # ``ember.compile``'s recorder while it traces a step (``set_recorder``), else None: every
 # launch of every backend is reported to it (``recorder.launch(backend, op, inputs, params,
@@ -42,6 +44,13 @@ class Backend:
         if _recorder is not None:
             _recorder.launch(self, op, inputs, params, out)
         return out
+
+    def bind(self, op, params, inputs, out):
+        """A callable ``f(*inputs)`` that does what ``execute(op, *inputs, **params)`` does,
+        without reporting to a recorder: what an ``ember.compile`` replay calls per launch.
+        ``inputs`` and ``out`` are the traced launch's (a backend may pick its path from them;
+        the bound callable must still accept any layout of the same shapes and dtypes)."""
+        return functools.partial(self.execute, op, **params)
 
     def elementwise(self, op, inputs, shape, dtype):
         """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called

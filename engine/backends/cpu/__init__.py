@@ -9,6 +9,10 @@ pocketfft through SciPy: ``linalg``, ``fft``); matmul calls BLAS through
 hand-written loop reaches a third of BLAS).  Outputs come from the caching pool
 (``ember.memory``).
 """
+import functools
+import math
+import operator
+
 import numpy as np
 
 from ...ir import ELEMENTWISE, REDUCTIONS, Op
@@ -23,6 +27,11 @@ def _elementwise(op, *inputs, shape, dtype):
     return ew.elementwise_new(op.scalar, inputs, shape, dtype.np)
 
 
+# Copies below this many elements go through numpy (one C call: ~1 us against ~3-5 us for
+# the strided copy kernel's launch on a tiny view); above it Ember's kernels copy on threads.
+NUMPY_COPY_MAX = ew.PARALLEL_MIN
+
+
 def _copy_into(x, view):
     return ew.elementwise("identity", [x], view)
 
@@ -30,6 +39,8 @@ def _copy_into(x, view):
 def _contiguous(op, x):
     if x.flags.c_contiguous:
         return x
+    if x.size < NUMPY_COPY_MAX:
+        return np.ascontiguousarray(x)
     return _copy_into(x, empty(x.shape, x.dtype))
 
 
@@ -39,14 +50,26 @@ def _flip(op, x, *, dims):
 
 
 def _slice_assign(op, x, values, *, index):
+    if x.size < NUMPY_COPY_MAX:
+        out = np.array(x, order="C")   # a new tensor
+        out[index] = values
+        return out
     out = _copy_into(x, empty(x.shape, x.dtype))  # a new tensor
     _copy_into(values, out[index])
     return out
 
 
+def _cat(op, *xs, axis, dtype):
+    if sum(x.size for x in xs) < NUMPY_COPY_MAX:
+        return np.concatenate(xs, axis=axis)
+    return cat_shape_and_fill(xs, axis, lambda shape: empty(shape, dtype.np), _copy_into)
+
+
 def _full(op, *, shape, value, dtype):
     if shape == ():
         return np.array(value, dtype.np)
+    if math.prod(shape) < NUMPY_COPY_MAX:
+        return np.full(shape, value, dtype.np)
     return _copy_into(np.array(value, dtype.np), empty(shape, dtype.np))
 
 
@@ -88,8 +111,7 @@ _TABLE = check_table("CpuBackend", {
     Op.FLIP: _flip,
     Op.CONTIGUOUS: _contiguous,
     Op.SLICE_ASSIGN: _slice_assign,
-    Op.CAT: lambda op, *xs, axis, dtype: cat_shape_and_fill(
-        xs, axis, lambda shape: empty(shape, dtype.np), _copy_into),
+    Op.CAT: _cat,
     Op.CHOLESKY: linalg.cholesky, Op.TRIANGULAR_SOLVE: linalg.triangular_solve,
     Op.SOLVE: linalg.solve, Op.INV: linalg.inv, Op.DET: linalg.det, Op.SLOGDET: linalg.slogdet,
     Op.EIGH: linalg.eigh, Op.SVD: linalg.svd, Op.QR: linalg.qr, Op.PINV: linalg.pinv,
@@ -122,6 +144,26 @@ class CpuBackend(Backend):
     @staticmethod
     def _elementwise(op, inputs, shape, dtype):
         return ew.elementwise_new(op.scalar, inputs, shape, dtype.np)
+
+    def bind(self, op, params, inputs, out):
+        """``execute(op, *inputs, **params)`` as one call for a compiled step's replay: views
+        as the numpy method itself, matmul as ``np.matmul``, elementwise and fused ops with
+        their kernels looked up once."""
+        if op is Op.RESHAPE:
+            return operator.methodcaller("reshape", params["shape"])
+        if op is Op.PERMUTE:
+            return operator.methodcaller("transpose", params["dims"])
+        if op is Op.SLICE:
+            return operator.itemgetter(params["index"])
+        if op is Op.MATMUL and isinstance(out, np.ndarray) and out.ndim:
+            return np.matmul
+        if op is Op.FUSED:
+            return fused.bind(**params)
+        if op in ELEMENTWISE:
+            scalar, shape, dtype = op.scalar, params["shape"], params["dtype"].np
+            new = ew.elementwise_new
+            return lambda *xs: new(scalar, xs, shape, dtype)
+        return functools.partial(self._table[op], op, **params)
 
     # --- what the planning layer asks -------------------------------------------------------
     def prepare_chain(self, chain):

@@ -45,6 +45,31 @@ def fused_reduce_op(op, *leaves, chain, combiner, kinds, shape, axes, dtypes, ro
     return result.reshape(out_shape), outs, root_out
 
 
+def bind(*, kernel, kinds, shape, dtypes):
+    """``fused_op`` with its loops and sizes found once (a compiled step's replay): the flat
+    loop when every array leaf is contiguous with the output's shape, else ``run``."""
+    n = math.prod(shape)
+    flat = kernel.get("flat", n >= PARALLEL_MIN)
+    np_dtypes = [d.np for d in dtypes]
+    one_dim = len(shape) == 1
+
+    def launch(*leaves):
+        outs = [alloc(shape, d) for d in np_dtypes]
+        args = []
+        for x, kind in zip(leaves, kinds):
+            if kind == "s":
+                args.append(x.item(0))
+            elif x.shape == shape and x.flags.c_contiguous:
+                args.append(x if x.ndim == 1 else x.reshape(-1))
+            else:
+                run(kernel, leaves, kinds, outs, shape)
+                return outs
+        flat(n, *args, *(outs if one_dim else [o.reshape(-1) for o in outs]))
+        return outs
+
+    return launch
+
+
 def run(k, leaves, kinds, outs, shape):
     """Write the chain's outputs over ``shape`` into ``outs`` (fresh C-contiguous arrays).
 
