@@ -479,12 +479,30 @@ class Tensor(TensorBase):
         """Limit values to ``[min, max]``; either bound may be None."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
-        if self._dtype.kind is dt.Int:
-            # a bound beyond the dtype's range on its own side bounds nothing (numpy.clip);
-            # one beyond the other side is not representable and raises in dispatch
-            info = np.iinfo(self._dtype.np)
-            lo = info.min if min is None or (_is_int_scalar(min) and min < info.min) else min
-            hi = info.max if max is None or (_is_int_scalar(max) and max > info.max) else max
+        dtype = self._dtype
+        if dtype.kind is not dt.Float:
+            if dtype.kind is dt.Int:
+                # an integer bound at or beyond the dtype's limit on its own side bounds
+                # nothing: it counts as absent (numpy.clip, also where the other bound is a
+                # float); one beyond the other side is not representable and raises in dispatch
+                info = np.iinfo(dtype.np)
+                if _is_int_scalar(min) and min <= info.min:
+                    min = None
+                if _is_int_scalar(max) and max >= info.max:
+                    max = None
+            # the dtype the bounds promote the result to (an int tensor with a float bound
+            # clamps in float64, as numpy.clip): an absent bound is that dtype's limit
+            given = [b for b in (min, max) if b is not None]
+            try:
+                dtype = dispatch.promote_args([self] + [b for b in given if _is_tensor(b)],
+                                              [self] + given)
+            except TypeError as e:   # a bound that is neither a tensor nor a number
+                raise TypeError(f"clamp: {e}") from None
+        if dtype.kind is dt.Int:
+            info = np.iinfo(dtype.np)
+            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+        elif dtype.kind is dt.Bool:   # refused by the op's kinds (in dispatch, naming clamp)
+            lo, hi = (False if min is None else min), (True if max is None else max)
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)

@@ -159,6 +159,25 @@ def test_clamp_of_an_unsigned_tensor_with_a_negative_bound():
     assert isinstance(e.value, OverflowError)
 
 
+# an integer tensor whose bounds promote it (a float or a wider integer bound): an absent bound
+# is the promoted dtype's limit, not the input's (found by make test-fuzz, seed 2247306106:
+# int8.clamp(128.0) gave 127.0); an int bound at the input's limit counts as absent (numpy.clip)
+@pytest.mark.parametrize("dtype, lo, hi", [
+    ("int8", 128.0, None), ("int8", 128.0, 127), ("int8", None, -129.0), ("uint8", None, -0.5),
+    ("int8", np.array([200.0]), None), ("int8", np.array([1000]), None),
+    ("int8", None, np.array([-1000], np.int16)), ("int32", -2 ** 31, np.array([2.0 ** 40])),
+    ("bool", 0, None), ("bool", None, 0.5),
+], ids=str)
+def test_clamp_of_an_integer_tensor_with_promoting_bounds(dtype, lo, hi):
+    x = np.array([0, 1, 5] if dtype == "bool" else [0, 5, -3] if dtype != "uint8" else [0, 5, 3],
+                 dtype)
+    want = np.clip(x, lo, hi)
+    got = ember.from_numpy(x).clamp(*(ember.from_numpy(b) if isinstance(b, np.ndarray) else b
+                                      for b in (lo, hi)))
+    assert got.dtype.np == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: T([1], dtype=ember.int8) + 1000, "add"),
     (lambda: T([1], dtype=ember.uint8) - (-1), "sub"),
