@@ -441,6 +441,12 @@ class Tensor(TensorBase):
         Integer powers wrap like numpy's; a negative integer exponent raises ``ValueError``.
         """
         _check_int_power(self, exponent)
+        if (isinstance(exponent, (float, np.floating)) and exponent == 0.5
+                and self._dtype.kind is dt.Float and not self._dtype.quantized):
+            # a scalar exponent of 0.5 is sqrt, as in numpy and PyTorch: -0.0 ** 0.5 is -0.0
+            # and -inf ** 0.5 NaN (IEEE pow: +0.0 and +inf), and the gradient is sqrt's
+            # (PyTorch's too); a tensor exponent is IEEE pow (docs/decisions.md)
+            return elementwise(Op.SQRT, self)
         return elementwise(Op.POW, self, exponent)
 
     __pow__ = pow
