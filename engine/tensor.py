@@ -8,6 +8,7 @@ their parameters.
 import math
 import numbers
 import operator
+import sys
 
 import numpy as np
 
@@ -980,6 +981,9 @@ class Tensor(TensorBase):
         if len(sizes) < self.ndim or any(s < 0 for s in sizes):
             raise ValueError(f"repeat: sizes {sizes} must be non-negative and at least {self.ndim} long")
         shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        if any(r > sys.maxsize for r in sizes):
+            raise ValueError(f"repeat: sizes {sizes} beyond 2**63 - 1")
+        layout.check_size("repeat", tuple(r * n for r, n in zip(sizes, shape)))
         x = self.reshape(shape)
         inter = []
         expanded = []

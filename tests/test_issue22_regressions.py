@@ -248,6 +248,18 @@ def test_dims_of_any_integer_type_and_clear_errors_for_others():
         assert_not_numba(e)
 
 
+# shapes beyond what an array can index name the op (numpy's "Maximum allowed dimension
+# exceeded" did not; found by make test-fuzz, seed 170280681: repeat(2**70, 1) of a 0-d tensor)
+@pytest.mark.parametrize("call, name", [
+    (lambda: T(1.0).repeat(2 ** 70, 1), "repeat"), (lambda: T([1.0, 2.0]).repeat(2 ** 62, 4), "repeat"),
+    (lambda: ember.zeros(0, 2).repeat(2 ** 70, 1), "repeat"), (lambda: T(1.0).expand(2 ** 70, 3), "expand"),
+    (lambda: ember.ones((1, 3)).expand(2 ** 62, 4, 3), "expand"),
+], ids=["repeat-0d", "repeat-product", "repeat-empty", "expand-0d", "expand-product"])
+def test_shapes_beyond_the_index_range_raise_naming_the_op(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: ember.stack([T([1.]), None]), "stack"),
     (lambda: ember.cat([T([1.]), 3]), "cat"),
