@@ -4,6 +4,7 @@ Pure functions of shapes and Python values.  Each validates its input and
 raises an error naming the op, so backends receive only well-formed requests.
 """
 import numbers
+import sys
 
 
 def normalize_shape(name, shape):
@@ -23,11 +24,22 @@ def normalize_shape(name, shape):
     return tuple(out)
 
 
+def check_size(name, shape):
+    """``shape`` unless its element count is beyond what an array can index (2**63 - 1):
+    numpy's own error there does not name the op."""
+    size = 1
+    for n in shape:
+        size *= n
+    if size > sys.maxsize or any(n > sys.maxsize for n in shape):
+        raise ValueError(f"{name}: shape {shape} has more than 2**63 - 1 elements")
+    return shape
+
+
 def creation_shape(name, shape):
     shape = normalize_shape(name, shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"{name}: negative dimension in shape {shape}")
-    return shape
+    return check_size(name, shape)
 
 
 def reshape(shape, new):
@@ -68,7 +80,7 @@ def expand(shape, new):
                              f"dim {i} has size {n}, not 1")
     if any(n < 0 for n in out):
         raise ValueError(f"expand: invalid shape {new}")
-    return tuple(out)
+    return check_size("expand", tuple(out))
 
 
 def permutation(dims, ndim):

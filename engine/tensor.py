@@ -8,6 +8,7 @@ their parameters.
 import math
 import numbers
 import operator
+import sys
 
 import numpy as np
 
@@ -441,6 +442,12 @@ class Tensor(TensorBase):
         Integer powers wrap like numpy's; a negative integer exponent raises ``ValueError``.
         """
         _check_int_power(self, exponent)
+        if (isinstance(exponent, (float, np.floating)) and exponent == 0.5
+                and self._dtype.kind is dt.Float and not self._dtype.quantized):
+            # a scalar exponent of 0.5 is sqrt, as in numpy and PyTorch: -0.0 ** 0.5 is -0.0
+            # and -inf ** 0.5 NaN (IEEE pow: +0.0 and +inf), and the gradient is sqrt's
+            # (PyTorch's too); a tensor exponent is IEEE pow (docs/decisions.md)
+            return elementwise(Op.SQRT, self)
         return elementwise(Op.POW, self, exponent)
 
     __pow__ = pow
@@ -479,12 +486,30 @@ class Tensor(TensorBase):
         """Limit values to ``[min, max]``; either bound may be None."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
-        if self._dtype.kind is dt.Int:
-            # a bound beyond the dtype's range on its own side bounds nothing (numpy.clip);
-            # one beyond the other side is not representable and raises in dispatch
-            info = np.iinfo(self._dtype.np)
-            lo = info.min if min is None or (_is_int_scalar(min) and min < info.min) else min
-            hi = info.max if max is None or (_is_int_scalar(max) and max > info.max) else max
+        dtype = self._dtype
+        if dtype.kind is not dt.Float:
+            if dtype.kind is dt.Int:
+                # an integer bound at or beyond the dtype's limit on its own side bounds
+                # nothing: it counts as absent (numpy.clip, also where the other bound is a
+                # float); one beyond the other side is not representable and raises in dispatch
+                info = np.iinfo(dtype.np)
+                if _is_int_scalar(min) and min <= info.min:
+                    min = None
+                if _is_int_scalar(max) and max >= info.max:
+                    max = None
+            # the dtype the bounds promote the result to (an int tensor with a float bound
+            # clamps in float64, as numpy.clip): an absent bound is that dtype's limit
+            given = [b for b in (min, max) if b is not None]
+            try:
+                dtype = dispatch.promote_args([self] + [b for b in given if _is_tensor(b)],
+                                              [self] + given)
+            except TypeError as e:   # a bound that is neither a tensor nor a number
+                raise TypeError(f"clamp: {e}") from None
+        if dtype.kind is dt.Int:
+            info = np.iinfo(dtype.np)
+            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+        elif dtype.kind is dt.Bool:   # refused by the op's kinds (in dispatch, naming clamp)
+            lo, hi = (False if min is None else min), (True if max is None else max)
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
@@ -956,6 +981,9 @@ class Tensor(TensorBase):
         if len(sizes) < self.ndim or any(s < 0 for s in sizes):
             raise ValueError(f"repeat: sizes {sizes} must be non-negative and at least {self.ndim} long")
         shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        if any(r > sys.maxsize for r in sizes):
+            raise ValueError(f"repeat: sizes {sizes} beyond 2**63 - 1")
+        layout.check_size("repeat", tuple(r * n for r, n in zip(sizes, shape)))
         x = self.reshape(shape)
         inter = []
         expanded = []

@@ -86,6 +86,25 @@ def test_rounding_keeps_the_sign_of_zero_and_clamp_propagates_nan():
     np.testing.assert_array_equal(np.signbit(to_cuda(np.array([-0.0])).sign().numpy()), [False])
 
 
+def test_integer_clamp_with_promoting_bounds_and_the_power_of_a_half():
+    """An absent bound is the limit of the promoted dtype; ``t ** 0.5`` is sqrt (-0.0 stays
+    -0.0, -inf gives NaN) and a tensor exponent IEEE pow, as on the CPU."""
+    i8 = np.array([0, 5, -3], np.int8)
+    for lo, hi in ((128.0, None), (128.0, 127), (np.array([1000], np.int64), None)):
+        bounds = [to_cuda(b) if isinstance(b, np.ndarray) else b for b in (lo, hi)]
+        got = to_cuda(i8).clamp(*bounds)
+        want = np.clip(i8, lo, hi)
+        assert got.dtype.np == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+    x = np.array([-0.0, -np.inf, 4.0, np.nan], np.float32)
+    for gpu, want in ((to_cuda(x) ** 0.5, np.sqrt(x)),
+                      (to_cuda(x) ** to_cuda(np.full(4, 0.5, np.float32)),
+                       np.power(x, np.full(4, 0.5, np.float32)))):
+        np.testing.assert_array_equal(gpu.numpy(), want)
+        num = ~np.isnan(want)   # (a NaN's sign bit means nothing)
+        np.testing.assert_array_equal(np.signbit(gpu.numpy()[num]), np.signbit(want[num]))
+
+
 def test_argmax_of_an_empty_tensor_along_a_non_empty_dim():
     out = to_cuda(np.zeros((0, 3), np.float32)).argmax(1)
     assert out.shape == (0,) and out.dtype == ember.int64

@@ -33,7 +33,20 @@ def _gelu_limit(x):
     return np.where(np.isneginf(x), np.array(-0.0, out.dtype), out)
 
 
-REFS = {"gelu": _gelu_limit}
+def _pow_ieee(a, b):
+    # numpy's power takes sqrt where the exponent is 0.5 when its inner loop sees that
+    # exponent with stride 0 (a Python scalar, a 0-d array, a size-1 or expanded dim): -0.0 **
+    # 0.5 is -0.0 and -inf ** 0.5 NaN there, +0.0 and +inf (IEEE pow) in a full array, so
+    # its answer for tensors depends on their layout.  Ember's power with a tensor exponent
+    # is IEEE pow for every layout (PyTorch's); a Python scalar exponent 0.5 is sqrt (both
+    # libraries' answer), so Python scalars stay as they are here
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    full = [np.array(np.broadcast_to(x, shape)).reshape(-1) if isinstance(x, np.ndarray) else x
+            for x in (a, b)]   # arrays as 1-d copies: no stride 0
+    return np.power(*full).reshape(shape)
+
+
+REFS = {"gelu": _gelu_limit, "pow": _pow_ieee, "pow_method": _pow_ieee}
 
 
 def dtypes_of(row):
@@ -84,7 +97,10 @@ BINARY_OPERATORS = {
     "bitwise_or": operator.or_, "bitwise_xor": operator.xor, "shl": operator.lshift,
     "shr": operator.rshift,
 }
-NUMPY_OPERATORS = dict(BINARY_OPERATORS, eq=np.equal, ne=np.not_equal)
+# np.power, not ``**``: numpy's ``bool_array ** 2`` takes np.square's int8 loop where
+# np.power (and ``** 3``) give int64, the dtype Ember gives for every exponent; and a
+# tensor exponent as a full array (``_pow_ieee``)
+NUMPY_OPERATORS = dict(BINARY_OPERATORS, eq=np.equal, ne=np.not_equal, pow=_pow_ieee)
 METHODS = {"maximum": np.maximum, "minimum": np.minimum}
 
 SCALARS = st.one_of(

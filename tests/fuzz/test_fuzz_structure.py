@@ -83,7 +83,7 @@ def layout_op(draw, shape):
         idx = draw(index_tuple(shape))
         return f"[{idx}]", lambda t: t[idx], lambda a: a[idx]
     if op == "contiguous":
-        return "contiguous", lambda t: t.contiguous(), lambda a: np.ascontiguousarray(a)
+        return "contiguous", lambda t: t.contiguous(), lambda a: np.array(a, order="C")
     if op == "unsqueeze":
         d = draw(st.integers(-nd - 1, nd))
         return f"unsqueeze({d})", lambda t: t.unsqueeze(d), lambda a: np.expand_dims(a, d)
