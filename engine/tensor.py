@@ -177,7 +177,9 @@ class Tensor(TensorBase):
 
         A view with a negative stride (``flip``, ``[::-1]``) is exported as a contiguous copy,
         or raises ``BufferError`` when ``copy=False``: consumers such as PyTorch abort the
-        interpreter on negative DLPack strides.
+        interpreter on negative DLPack strides.  A read-only view (``expand``) goes out as is to
+        a DLPack >= 1.0 consumer (flagged read-only), else as a copy, or ``BufferError`` when
+        ``copy=False``.
         """
         a = self._host("__dlpack__()")
         if a.size > 1 and any(s < 0 for s in a.strides):
@@ -185,6 +187,13 @@ class Tensor(TensorBase):
                 raise BufferError("__dlpack__: a view with negative strides cannot be exported "
                                   "without a copy (copy=False was asked)")
             a = np.ascontiguousarray(a)
+        elif not a.flags.writeable and (max_version is None or tuple(max_version) < (1, 0)):
+            # a read-only view (expand, broadcast): only DLPack >= 1.0 can say so
+            if copy is False:
+                raise BufferError("__dlpack__: a read-only view (expand, broadcast) cannot be "
+                                  "exported without a copy to a consumer older than DLPack 1.0 "
+                                  "(copy=False was asked, max_version is below (1, 0))")
+            a = np.array(a)
         kwargs = {"stream": stream}
         if max_version is not None:
             kwargs["max_version"] = max_version

@@ -52,6 +52,18 @@ def test_dlpack_copy_false_of_a_negative_stride_view_raises_buffer_error():
     T([1., 2., 3.]).__dlpack__(copy=False)    # contiguous: fine without a copy
 
 
+def test_dlpack_of_a_read_only_expanded_view():
+    """numpy exports read-only arrays only to DLPack >= 1.0 consumers: an expanded view goes as a
+    copy to older ones, raises BufferError naming __dlpack__ with copy=False, and as is to
+    consumers that can be told (found by make test-fuzz, seed 170280681)."""
+    t = T([1., 2.]).unsqueeze(0).expand(3, 2)
+    with pytest.raises(BufferError, match="__dlpack__: a read-only view"):
+        t.__dlpack__(copy=False)
+    assert np.from_dlpack(t).tolist() == [[1., 2.]] * 3
+    t.__dlpack__()                                 # a copy for a pre-1.0 consumer
+    t.__dlpack__(max_version=(1, 0), copy=False)  # read-only, flagged
+
+
 # --- integer arithmetic --------------------------------------------------------------------------
 NEGATIVE_POWERS = [
     ("tensor_tensor", lambda: T([2]) ** T([-1])),
