@@ -7,7 +7,7 @@ Run on a machine with an NVIDIA GPU (no simulator):
 
 Prints one line per benchmark: op, size, median time and effective bandwidth
 (bytes read + written / time), plus the device-to-host and host-to-device copy
-rates, and the ember.linalg factorisations (cuSOLVER/cuBLAS through nvmath-python:
+rates, ember.compile's replays of the small suite's MLP step and RK4 solve, and the ember.linalg factorisations (cuSOLVER/cuBLAS through nvmath-python:
 ``pip install -e ".[cuda]"``), so a later run on the same GPU can be compared by eye.  The pool check
 verifies the caching allocator on real device memory (reuse, live views kept,
 empty_cache) and times an allocating add with and without reuse.
@@ -127,8 +127,28 @@ def bench():
     t = _time(lambda: x.numpy(), dev, repeat=5)
     print(f"{'device -> host':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
     fft_bench(dev)
+    compile_bench(dev)
     print("allocator:", dev.backend.memory_stats())
     linalg_bench(dev)
+
+
+def compile_bench(dev):
+    """ember.compile on the GPU: the small suite's MLP step and RK4 + gradient (perf/small_suite),
+    eager against compiled (a replay issues its launches back to back: no host synchronisation
+    inside, so its time is the GPU's work plus one launch per recorded op)."""
+    from perf import small_suite as sm
+    for name, make, repeat in (("MLP step 2-64-64-2 b128", sm.ember_mlp_step, 50),
+                               ("RK4 x 100 + gradient", sm.ember_rk4_grad, 5)):
+        times = []
+        for compiled in (False, True):
+            start = time.perf_counter()
+            fn = make(compiled, dev)
+            fn()
+            first = time.perf_counter() - start
+            times.append((_time(fn, dev, repeat=repeat), first))
+        (te, fe), (tc, fc) = times
+        print(f"compile: {name:24s} eager {te * 1e3:8.3f} ms, compiled {tc * 1e3:8.3f} ms "
+              f"({te / tc:.1f}x); first calls {fe:.2f} s / {fc:.2f} s", flush=True)
 
 
 def linalg_bench(dev, n=1024):

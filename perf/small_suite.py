@@ -197,7 +197,8 @@ def ember_rk4(lz, lw, s0, observed):
     import ember
     import ember.nn.functional as F
     zeta, omega = lz.exp(), lw.exp()
-    zero, one = ember.zeros(1, dtype=ember.float64), ember.ones(1, dtype=ember.float64)
+    zero = ember.zeros(1, dtype=ember.float64, device=s0.device)
+    one = ember.ones(1, dtype=ember.float64, device=s0.device)
     a_t = ember.stack([ember.cat([zero, -(omega * omega)]), ember.cat([one, -2 * zeta * omega])])
     return F.mse_loss(rk4_positions(s0, a_t, ember.stack), observed)
 
