@@ -9,6 +9,8 @@ running them.
 """
 import math
 
+from numpy import ndarray as _ndarray
+
 from . import dtypes as dt
 from . import fusion
 from .device import DeviceError, StrategyError
@@ -229,6 +231,7 @@ def elementwise(op, *args):
                 if a._dtype is not plan[0]:
                     a = cast(a, plan[0])
                 return _apply(op, (a,), a._buf.shape, plan[1], None, None)
+    args = _numpy_operands(op, args)
     if op is Op.WHERE:  # the condition keeps its bool dtype
         return _where(*args)
     tensors = [a for a in args if isinstance(a, _tensor_cls)]
@@ -247,6 +250,20 @@ def elementwise(op, *args):
             shape = broadcast_shapes(op, *(t._buf.shape for t in tensors))
             break
     return apply(op, *operands(args, dtype, first._device), shape=shape, dtype=out_dtype)
+
+
+def _numpy_operands(op, args):
+    """numpy arrays among ``args`` as tensors (of their dtype) on the first tensor's device, as
+    PyTorch and JAX take them; TypeError without any tensor."""
+    device = next((a._device for a in args if isinstance(a, _tensor_cls)), None)
+    if device is None:
+        kinds = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"{op_name(op)}: expected at least one tensor, got {kinds}")
+    if not any(isinstance(a, _ndarray) for a in args):
+        return args
+    from .creation import tensor
+    base = device.base() if device._autodiff else device
+    return tuple(tensor(a, device=base) if isinstance(a, _ndarray) else a for a in args)
 
 
 def _where(cond, a, b):

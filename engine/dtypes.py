@@ -74,6 +74,9 @@ int16 = DType("int16", np.int16, Int)
 int32 = DType("int32", np.int32, Int)
 int64 = DType("int64", np.int64, Int)
 uint8 = DType("uint8", np.uint8, Int)
+uint16 = DType("uint16", np.uint16, Int)
+uint32 = DType("uint32", np.uint32, Int)
+uint64 = DType("uint64", np.uint64, Int)
 bool_ = DType("bool", np.bool_, Bool)
 
 
@@ -99,7 +102,7 @@ class QFloat(DType):
         return hash(("qfloat", self.scheme))
 
 
-ALL = (float32, float64, int8, int16, int32, int64, uint8, bool_)
+ALL = (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_)
 _BY_NP = {d.np: d for d in ALL}
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64

@@ -56,15 +56,30 @@ class Op(enum.Enum):
     RELU = ("relu", FLT)
     GELU = ("gelu", FLT)
     SILU = ("silu", FLT)
-    ROUND = ("round_even", FLT)
-    FLOOR = ("floor", FLT)
-    CEIL = ("ceil", FLT)
-    TRUNC = ("trunc", FLT)
-    ISNAN = ("isnan", FLT, BOOL)
-    ISINF = ("isinf", FLT, BOOL)
-    ISFINITE = ("isfinite", FLT, BOOL)
+    # rounding leaves integers as they are (the array API standard), predicates of integers
+    # and bools are constant: both kinds go through the same scalar functions
+    ROUND = ("round_even", NUM)
+    FLOOR = ("floor", NUM)
+    CEIL = ("ceil", NUM)
+    TRUNC = ("trunc", NUM)
+    ISNAN = ("isnan", ANY, BOOL)
+    ISINF = ("isinf", ANY, BOOL)
+    ISFINITE = ("isfinite", ANY, BOOL)
     BIT_NOT = ("bit_not", INT)
     LOGICAL_NOT = ("logical_not", BOOL_ONLY)
+    ACOS = ("acos", FLT)
+    ACOSH = ("acosh", FLT)
+    ASIN = ("asin", FLT)
+    ASINH = ("asinh", FLT)
+    ATAN = ("atan", FLT)
+    ATANH = ("atanh", FLT)
+    COSH = ("cosh", FLT)
+    SINH = ("sinh", FLT)
+    EXPM1 = ("expm1", FLT)
+    LOG2 = ("log2", FLT)
+    LOG10 = ("log10", FLT)
+    SQUARE = ("square", NUM)
+    SIGNBIT = ("signbit", NUM, BOOL)
     # --- elementwise, two operands
     ADD = ("add", NUM)
     SUB = ("sub", NUM)
@@ -86,6 +101,11 @@ class Op(enum.Enum):
     XOR = ("bit_xor", INT_BOOL)
     SHL = ("shl", INT)
     SHR = ("shr", INT)
+    ATAN2 = ("atan2", FLT)
+    HYPOT = ("hypot", FLT)
+    COPYSIGN = ("copysign", FLT)
+    LOGADDEXP = ("logaddexp", FLT)
+    NEXTAFTER = ("nextafter", FLT)
     # backward formulas of the autodiff rules, one op each (PyTorch's tanh_backward):
     # (g, y) -> g * (1 - y*y) and g * y * (1 - y), y the forward op's output
     TANH_GRAD = ("tanh_grad", FLT)
@@ -116,6 +136,7 @@ class Op(enum.Enum):
     SCATTER = ("scatter",)
     INDEX_SELECT = ("index_select",)
     NONZERO = ("nonzero",)
+    SEARCHSORTED = ("searchsorted", NUM)   # (sorted 1-D sequence, values; params: right)
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)
@@ -142,6 +163,7 @@ ELEMENTWISE = frozenset(Op[n] for n in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU "
     "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT ADD SUB MUL "
     "DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR TANH_GRAD "
-    "SIGMOID_GRAD WHERE CLAMP"
+    "SIGMOID_GRAD WHERE CLAMP ACOS ACOSH ASIN ASINH ATAN ATANH COSH SINH EXPM1 LOG2 LOG10 SQUARE "
+    "SIGNBIT ATAN2 HYPOT COPYSIGN LOGADDEXP NEXTAFTER"
 ).split())
 REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY_, Op.ALL))

@@ -32,7 +32,12 @@ def scalar_calls(fn):
 
 
 def variant(op, dtype):
-    """``op`` or its float32 twin (``exp_f32``), which computes in float32 and vectorises wider."""
-    if np.dtype(dtype) == np.float32 and hasattr(scalar, op + "_f32"):
+    """``op`` or its twin for results of ``dtype``: ``exp_f32`` for float32 (computes in float32
+    and vectorises wider), ``floor_int`` for integers (rounding an integer is the identity;
+    ``math.floor`` of an int is not defined on every target)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32 and hasattr(scalar, op + "_f32"):
         return op + "_f32"
+    if dtype.kind in "iu" and hasattr(scalar, op + "_int"):
+        return op + "_int"
     return op

@@ -37,6 +37,7 @@ def op_table(b):
         Op.MATMUL: b._matmul, Op.SORT: b._sort_op, Op.TOPK: b._topk,
         Op.GATHER: b._gather, Op.SCATTER: b._scatter,
         Op.INDEX_SELECT: b._index_select, Op.NONZERO: b._nonzero,
+        Op.SEARCHSORTED: b._searchsorted,
         Op.RESHAPE: b._reshape, Op.PERMUTE: b._permute, Op.EXPAND: b._expand,
         Op.SLICE: b._slice, Op.FLIP: b._flip, Op.CONTIGUOUS: b._contiguous,
         Op.SLICE_ASSIGN: b._slice_assign, Op.CAT: b._cat,

@@ -77,6 +77,10 @@ class CpuBackend:
     def _nonzero(self, op, x, dtype=None):
         return self._index.nonzero(x)
 
+    def _searchsorted(self, op, seq, values, *, right, dtype=None):
+        from ember.kernels.cpu import search
+        return search.searchsorted(seq, values, right)
+
     # --- layout ---------------------------------------------------------------
     def _reshape(self, op, x, *, shape):
         return x.reshape(shape)

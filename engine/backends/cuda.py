@@ -477,6 +477,18 @@ class CudaBackend:
             self._launch(kern, self._b.grid(n), self._b.THREADS, cum.buf, out.buf, x.shape, n)
         return out
 
+    def _searchsorted(self, op, seq, values, *, right, dtype=None):
+        from ember.kernels.cuda import search
+        seq = self._dense(seq)
+        vals = self._dense(values)
+        out = self.empty(values.shape, np.int64)
+        m = out.size
+        if m:
+            kern = self._b.kernel(search.search)
+            self._launch(kern, self._b.grid(m), self._b.THREADS, seq.buf, seq.size, vals.buf,
+                         out.buf, m, bool(right))
+        return out
+
     # --- layout ---------------------------------------------------------------
     def _reshape(self, op, x, *, shape):
         shape = tuple(shape)

@@ -36,7 +36,8 @@ def _values(rng, op, dtype, shape, operand):
 ARITY = {Op.WHERE: 3, Op.CLAMP: 3}
 UNARY = {op for op in ELEMENTWISE if op.name in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU GELU "
-    "SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT").split()}
+    "SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT ACOS ACOSH ASIN ASINH "
+    "ATAN ATANH COSH SINH EXPM1 LOG2 LOG10 SQUARE SIGNBIT").split()}
 CASES = [(op, dt) for op in sorted(ELEMENTWISE, key=lambda o: o.value)
          for kind in (ember.Float, ember.Int, ember.Bool) if kind in op.kinds
          for dt in KIND_DTYPES[kind]]
