@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-cuda-sim bench perf-smoke clean
+.PHONY: demo test test-cuda-sim test-array-api test-array-api-ci bench perf-smoke clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,28 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+	$(MAKE) --no-print-directory test-array-api-ci
+
+# The array API standard's conformance suite (data-apis/array-api-tests, pinned, read-only)
+# against ember.array_api: revision 2024.12, the linalg and fft extensions and the complex
+# dtypes off until Ember has them; every skip is in $(ARRAY_API_SKIPS), with its reason.
+ARRAY_API_TESTS ?= ../shared/array-api-tests
+ARRAY_API_SKIPS := $(CURDIR)/tests/array_api/skips.txt
+ARRAY_API_PYTEST = cd $(ARRAY_API_TESTS) && \
+	ARRAY_API_TESTS_MODULE=ember.array_api ARRAY_API_TESTS_VERSION=2024.12 \
+	ARRAY_API_TESTS_SKIP_DTYPES=complex64,complex128 HYPOTHESIS_STORAGE_DIRECTORY=$(CURDIR)/.hypothesis \
+	$(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider --rootdir=. -c pytest.ini --disable-deadline \
+	--disable-extension linalg fft --skips-file $(ARRAY_API_SKIPS)
+# the CI subset `make test` runs: few examples per test, a fixed seed (see tests/array_api/ci.txt)
+ARRAY_API_CI := $(shell grep -v '^\#' tests/array_api/ci.txt 2>/dev/null)
+
+test-array-api: $(STAMP)
+	@test -d $(ARRAY_API_TESTS)/array_api_tests || { echo "array-api-tests not found at $(ARRAY_API_TESTS) (make ARRAY_API_TESTS=/path/to/array-api-tests)"; exit 2; }
+	$(ARRAY_API_PYTEST) --max-examples 50 -ra array_api_tests
+
+test-array-api-ci: $(STAMP)
+	@test -d $(ARRAY_API_TESTS)/array_api_tests || { echo "array-api-tests not found at $(ARRAY_API_TESTS) (make ARRAY_API_TESTS=/path/to/array-api-tests)"; exit 2; }
+	$(ARRAY_API_PYTEST) --max-examples 4 --hypothesis-seed=0 $(ARRAY_API_CI)
 
 # the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
 test-cuda-sim: $(STAMP)

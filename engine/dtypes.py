@@ -10,21 +10,36 @@ and JAX.
 import numpy as np
 
 
-class Kind:
-    """One of the three kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``."""
+class Kind(str):
+    """One of the three kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``.
 
-    __slots__ = ("name",)
+    Each kind is a singleton (compare with ``is``), and also the string of numpy's
+    ``dtype.kind`` character ("f", "i", "b"), so code written for numpy dtypes that tests
+    ``dtype.kind in "biu"`` (scikit-learn does) reads Ember dtypes right; unsigned ints are of
+    kind Int, "i".
+    """
 
-    def __init__(self, name):
-        self.name = name
+    def __new__(cls, name, char):
+        kind = super().__new__(cls, char)
+        kind.name = name
+        return kind
 
     def __repr__(self):
         return f"ember.{self.name}"
 
+    __str__ = __repr__
 
-Float = Kind("Float")
-Int = Kind("Int")
-Bool = Kind("Bool")
+    def __reduce__(self):
+        return (_kind, (self.name,))
+
+
+Float = Kind("Float", "f")
+Int = Kind("Int", "i")
+Bool = Kind("Bool", "b")
+
+
+def _kind(name):
+    return {"Float": Float, "Int": Int, "Bool": Bool}[name]
 
 
 class DType:

@@ -114,7 +114,8 @@ def _plan(t, key):
                 vdim += 1
                 continue
             shape = t.shape[dim:dim + m]
-            if k.shape != shape:
+            # each mask dim has the indexed dim's size, or 0 (an empty mask: the standard)
+            if len(shape) != m or any(a != b and a != 0 for a, b in zip(k.shape, shape)):
                 raise IndexError(f"getitem: a boolean mask of shape {k.shape} does not match the "
                                  f"indexed dims {shape} of the tensor's shape {t.shape}")
             coords = k.argwhere()

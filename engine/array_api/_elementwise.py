@@ -9,9 +9,9 @@ import math
 import numpy as np
 
 from .. import dispatch
+from .. import elementwise as _core
 from .. import dtypes as dt
 from ..ir import Op
-from ..tensor import Tensor
 from ._dtypes import _check_array
 
 _ew = dispatch.elementwise
@@ -54,7 +54,6 @@ log = _unary(Op.LOG, "log")
 log1p = _unary(Op.LOG1P, "log1p")
 log2 = _unary(Op.LOG2, "log2")
 log10 = _unary(Op.LOG10, "log10")
-logical_not = _unary(Op.LOGICAL_NOT, "logical_not")
 negative = _unary(Op.NEG, "negative")
 reciprocal = _unary(Op.RECIP, "reciprocal")
 round = _unary(Op.ROUND, "round")
@@ -95,20 +94,23 @@ remainder = _binary(Op.MOD, "remainder")
 subtract = _binary(Op.SUB, "subtract")
 
 
-def _logical(op, name):
-    def fn(x1, x2, /):
-        for x in (x1, x2):
-            if isinstance(x, Tensor) and x.dtype is not dt.bool_:
-                raise TypeError(f"{name}: expected Bool arrays, got {x.dtype.name}")
-        return _ew(op, x1, x2)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name}(x1, x2)`` of Bool arrays, with broadcasting."
-    return fn
+def _logical(fn, name):
+    def logical(x1, x2, /):
+        return fn(x1, x2)
+    logical.__name__ = logical.__qualname__ = name
+    logical.__doc__ = (f"``{name}(x1, x2)`` with broadcasting: Bool arrays as they are, other "
+                       f"arrays as truth values (non-zero is true, as numpy and PyTorch take them).")
+    return logical
 
 
-logical_and = _logical(Op.AND, "logical_and")
-logical_or = _logical(Op.OR, "logical_or")
-logical_xor = _logical(Op.XOR, "logical_xor")
+logical_and = _logical(_core.logical_and, "logical_and")
+logical_or = _logical(_core.logical_or, "logical_or")
+logical_xor = _logical(_core.logical_xor, "logical_xor")
+
+
+def logical_not(x, /):
+    _check_array("logical_not", x)
+    return _core.logical_not(x)
 
 
 def bitwise_invert(x, /):
@@ -160,10 +162,7 @@ def clip(x, /, min=None, max=None):
         info = np.iinfo(x.dtype.np)
         lo = info.min if min is None else lo
         hi = info.max if max is None else hi
-    out = _ew(Op.CLAMP, x, lo, hi)
-    if out.shape != x.shape:
-        raise ValueError(f"clip: bounds of shapes {_shape(min)} and {_shape(max)} broadcast x "
-                         f"of shape {x.shape} to {out.shape}")
+    out = _ew(Op.CLAMP, x, lo, hi)   # (array bounds broadcast with x)
     return out if out.dtype is x.dtype else out.cast(x.dtype)
 
 
@@ -173,7 +172,3 @@ def _int_bound(b, info):
             return b
         return builtins.min(builtins.max(b, info.min), info.max)
     return b
-
-
-def _shape(b):
-    return b.shape if isinstance(b, Tensor) else ()

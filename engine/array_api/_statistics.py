@@ -128,7 +128,12 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
     return search.searchsorted(x1, x2, side=side, sorter=sorter)
 
 
-def where(condition, x1, x2, /):
+def where(condition, x1=None, x2=None, /):
+    """``x1`` where ``condition`` is true, else ``x2`` (broadcast; scalars allowed).  Without
+    ``x1`` and ``x2``, ``nonzero(condition)`` (numpy's one-argument form, which scikit-learn
+    uses)."""
+    if x1 is None and x2 is None:
+        return nonzero(condition)
     return dispatch.elementwise(Op.WHERE, condition, x1, x2)
 
 
@@ -178,7 +183,9 @@ def unique_values(x, /):
     return search.unique(x)
 
 
-def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+def diff(x, /, n=1, axis=-1, *, prepend=None, append=None):
+    """The ``n``-th forward difference along ``axis``.  (``n`` and ``axis`` may also be given
+    by position, in numpy's order: scikit-learn calls ``xp.diff(x, 2)``.)"""
     _check_array("diff", x)
     return manipulation.diff(x, n, axis, prepend, append)
 
