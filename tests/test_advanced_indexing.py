@@ -23,10 +23,6 @@ def _idx(values, dtype=np.int64):
 
 
 # (id, key builder: array module -> key); numpy gets numpy arrays, Ember gets tensors
-def _k(*parts):
-    return parts
-
-
 GET_KEYS = {
     "int_array_dim0": lambda T: T(_idx([2, 0, 2])),
     "int_array_negative": lambda T: T(_idx([-1, 0, -3])),
