@@ -446,12 +446,13 @@ class Tensor:
     def __abs__(self):
         return elementwise(Op.ABS, self)
 
-    abs = __abs__
-    neg = __neg__
+    abs = absolute = __abs__
+    neg = negative = __neg__
     add = __add__
-    sub = __sub__
-    mul = __mul__
-    div = __truediv__
+    sub = subtract = __sub__
+    mul = multiply = __mul__
+    div = divide = true_divide = __truediv__
+    floor_divide = __floordiv__
     remainder = __mod__
 
     def sign(self):
@@ -473,6 +474,8 @@ class Tensor:
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
+
+    clip = clamp
 
     # --- comparisons ----------------------------------------------------------------
     def __eq__(self, other):
@@ -499,6 +502,14 @@ class Tensor:
     greater_equal = __ge__
     lower = __lt__
     lower_equal = __le__
+    less = __lt__
+    less_equal = __le__
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise ``|self - other| <= atol + rtol * |other|`` (``ember.isclose``)."""
+        from .elementwise import isclose
+        return isclose(self, other, rtol, atol, equal_nan)
 
     def all_close(self, other, rtol=1e-5, atol=1e-8):
         """True when ``|self - other| <= atol + rtol * |other|`` everywhere (NaN never matches)."""
@@ -548,6 +559,8 @@ class Tensor:
     bitwise_or = __or__
     bitwise_xor = __xor__
     bitwise_not = __invert__
+    bitwise_left_shift = __lshift__
+    bitwise_right_shift = __rshift__
     logical_and = __and__
     logical_or = __or__
     logical_xor = __xor__
@@ -571,6 +584,8 @@ class Tensor:
 
     def recip(self):
         return elementwise(Op.RECIP, self)
+
+    reciprocal = recip
 
     def sin(self):
         return elementwise(Op.SIN, self)

@@ -85,6 +85,19 @@ def test_function_spelling_equals_the_method(name, method, inputs):
     check(got, want.numpy())
 
 
+def test_every_function_is_also_a_method():
+    """PyTorch's pairing: ``ember.<name>(t, ...)`` and ``t.<name>(...)``."""
+    x = T(A)
+    for name, _, inputs in SPELLINGS:
+        if name in ("logical_and", "logical_or", "logical_xor", "logical_not"):
+            continue   # the methods are the operators (& | ^ ~), for Bool tensors
+        assert callable(getattr(x, name, None)), name
+        method = getattr(T(inputs[0]), name)
+        others = [T(a) for a in inputs[1:]] + ([-1, 1] if name in ("clamp", "clip") else [])
+        fn = getattr(ember, name)
+        check(method(*others), fn(T(inputs[0]), *others).numpy())
+
+
 def test_functions_take_scalars_and_numpy_arrays_on_either_side():
     x = T(np.array([1.0, 4.0]))
     check(ember.maximum(2.0, x), np.array([2.0, 4.0]))
