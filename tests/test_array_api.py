@@ -126,3 +126,12 @@ def test_numpy_arrays_are_operands(expr, ref):
     got = expr(t, a)
     assert isinstance(got, ember.Tensor)
     check(got, ref(a) if ref else expr(a, a))
+
+
+def test_core_creation_dtype_none_is_the_default_float():
+    """``dtype=None`` means float32 in Ember's own creation functions too (it gave the fill
+    value's int64 in zeros/ones/empty and numpy's float64 in eye/linspace)."""
+    for t in (ember.zeros(2, dtype=None), ember.ones((2, 2), dtype=None),
+              ember.empty(3, dtype=None), ember.eye(2, dtype=None),
+              ember.linspace(0, 1, 3, dtype=None)):
+        assert t.dtype is ember.float32
