@@ -255,11 +255,18 @@ def elementwise(op, *args):
 def _numpy_operands(op, args):
     """numpy arrays among ``args`` as tensors (of their dtype) on the first tensor's device, as
     PyTorch and JAX take them; TypeError without any tensor."""
-    device = next((a._device for a in args if isinstance(a, _tensor_cls)), None)
+    device = None
+    arrays = False
+    for a in args:
+        if isinstance(a, _tensor_cls):
+            if device is None:
+                device = a._device
+        elif isinstance(a, _ndarray):
+            arrays = True
     if device is None:
         kinds = ", ".join(type(a).__name__ for a in args)
         raise TypeError(f"{op_name(op)}: expected at least one tensor, got {kinds}")
-    if not any(isinstance(a, _ndarray) for a in args):
+    if not arrays:
         return args
     from .creation import tensor
     base = device.base() if device._autodiff else device
