@@ -43,11 +43,19 @@ def _as_index_tensor(obj, like):
     return tensor(a, device=like._device.base())
 
 
+_BASIC = frozenset((int, slice, type(None), type(Ellipsis)))   # (Tensor.__getitem__ reads it too)
+
+
 def normalize_key(key, t):
     """``key`` as a tuple whose array entries are tensors; None when the key is basic."""
-    T = _tensor_cls()
     if not isinstance(key, tuple):
         key = (key,)
+    for k in key:   # the common case, decided without building anything (per-op overhead)
+        if type(k) not in _BASIC:
+            break
+    else:
+        return None
+    T = _tensor_cls()
     advanced = False
     out = []
     for k in key:

@@ -20,6 +20,7 @@ from .ir import Op
 # The ops of the arithmetic operators as module globals: looking up an Enum member
 # (``Op.ADD``) costs ~40 ns per call, a tenth of a small op's dispatch
 _ADD, _SUB, _MUL, _DIV = Op.ADD, Op.SUB, Op.MUL, Op.DIV
+_BASIC_INDEX = indexing._BASIC   # index entries of basic indexing: int, slice, None, ...
 
 
 def _is_tensor(x):
@@ -923,7 +924,15 @@ class Tensor:
         (tensor([[3, 4],
                [5, 6]], dtype=int64), tensor([2, 6], dtype=int64))
         """
-        if type(index) is not int and type(index) is not slice:
+        kind = type(index)
+        if kind is tuple:
+            for k in index:   # a basic key is told apart without a call (per-op overhead)
+                if type(k) not in _BASIC_INDEX:
+                    advanced = indexing.normalize_key(index, self)
+                    if advanced is not None:
+                        return indexing.getitem(self, advanced)
+                    break
+        elif kind not in _BASIC_INDEX:
             advanced = indexing.normalize_key(index, self)
             if advanced is not None:
                 return indexing.getitem(self, advanced)
