@@ -81,7 +81,7 @@ def sign(a):
         return 1
     if a < 0:
         return -1
-    return a  # 0 stays 0, NaN stays NaN
+    return a - a  # ±0 gives +0 (numpy, the array API standard), NaN stays NaN
 
 
 def maximum(a, b):
