@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-cuda-sim test-array-api test-array-api-ci bench perf-smoke clean
+.PHONY: demo test test-fuzz test-cuda-sim test-array-api test-array-api-ci bench perf-smoke clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,10 +14,20 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
+# the CPU tiers (device-free and CPU), then the CUDA tier on Numba's simulator: the
+# declarative tables again with CUDA as their device (-m devices), and tests/cuda (-m cuda)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+	$(BIN)/python -m pytest -q tests --ignore=tests/cuda
+	$(MAKE) --no-print-directory test-cuda-sim
 	$(MAKE) --no-print-directory test-array-api-ci
+
+# the fuzz tier (tests/fuzz, hypothesis) with 20x the examples of `make test` and a random
+# seed, printed first; EMBER_FUZZ_SEED=<seed> reruns one, EMBER_FUZZ_SCALE=<n> sets the scale
+test-fuzz: $(STAMP)
+	@seed=$${EMBER_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	scale=$${EMBER_FUZZ_SCALE:-20}; \
+	echo "fuzz seed $$seed, scale $$scale (rerun: EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale make test-fuzz)"; \
+	EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 # The array API standard's conformance suite (data-apis/array-api-tests, pinned, read-only)
 # against ember.array_api: revision 2024.12, the linalg and fft extensions and the complex
@@ -42,7 +52,7 @@ test-array-api-ci: $(STAMP)
 
 # the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
 test-cuda-sim: $(STAMP)
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q tests/cuda
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q -m "devices or cuda" tests
 
 bench: $(STAMP)
 	$(BIN)/python -m perf

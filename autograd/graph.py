@@ -19,15 +19,15 @@ import operator
 
 from ember import dispatch
 from ember.device import CheckpointingStrategy
-from ember.dtypes import Float
+from ember.dtypes import Complex, Float
+from ember.storage import make
 from . import checkpoint
-from .rules import OUT, RULES
+from .rules import COMPLEX_RULES, OUT, RULES
 
 BALANCED = CheckpointingStrategy.BALANCED
 
 _counter = itertools.count()
 _order = operator.attrgetter("order")
-_new = object.__new__
 
 
 class AutodiffError(RuntimeError):
@@ -50,16 +50,16 @@ class Node:
     __slots__ = ("parents", "leaf", "consumed", "order", "op", "shape", "recipe", "distributed",
                  "rule", "params", "shapes", "dtypes", "x", "out", "balanced", "__weakref__")
 
-    def __init__(self, op, shape, parents=(), rule=None, params=None, shapes=(), dtypes=(),
-                 x=(), out=None, distributed=None):
-        # (``record`` sets the same slots inline: it runs once per op)
+    def __init__(self, op, shape, parents, rule, params, shapes, dtypes, x, out, recipe, balanced,
+                 distributed):
+        # every slot positional, no defaults: ``record`` makes one per tracked op
         self.parents = parents
         self.leaf = rule is None
         self.consumed = False
         self.order = next(_counter)
         self.op = op
         self.shape = shape
-        self.recipe = None      # BALANCED checkpointing: how to recompute this output
+        self.recipe = recipe    # BALANCED checkpointing: how to recompute this output
         self.distributed = distributed  # leaves only: ember.distributed's mark, or None
         self.rule = rule
         self.params = params
@@ -67,7 +67,7 @@ class Node:
         self.dtypes = dtypes
         self.x = x              # saved inputs (None where not needed)
         self.out = out          # saved output(s) or None
-        self.balanced = False   # recorded under BALANCED: x and out may hold recipes
+        self.balanced = balanced  # recorded under BALANCED: x and out may hold recipes
 
     def describe(self):
         what = "marked leaf" if self.leaf else f"output of {dispatch.op_name(self.op)}"
@@ -75,7 +75,7 @@ class Node:
 
 
 def leaf(shape, distributed=None):
-    return Node(None, shape, distributed=distributed)
+    return Node(None, shape, (), None, None, (), (), (), None, None, False, distributed)
 
 
 def inner(t):
@@ -88,7 +88,7 @@ def inner(t):
     d = t._device
     if d._autodiff:
         d = d.base()
-    return dispatch.wrap(t._buf, d, t._dtype)
+    return make(type(t), t._buf, d, t._dtype)
 
 
 def record(op, inputs, params, out):
@@ -102,17 +102,18 @@ def record(op, inputs, params, out):
     rule = RULES.get(op)
     if rule is None:
         raise TypeError(f"{dispatch.op_name(op)}: has no gradient rule")
-    # per input: its node where it takes a gradient (a float tensor with a node), else None.
+    # per input: its node where it takes a gradient (a float or complex tensor with a node),
+    # else None.
     # Tuples, and one and two inputs (every elementwise op) written out: measured 0.06 ms
     # of the 0.94 ms autodiff tanh chain against a loop appending to lists
     n_in = len(inputs)
     if n_in == 2:
         a, b = inputs
         pa = a._node
-        if pa is not None and a._dtype.kind is not Float:
+        if pa is not None and a._dtype.kind is not Float and a._dtype.kind is not Complex:
             pa = None
         pb = b._node
-        if pb is not None and b._dtype.kind is not Float:
+        if pb is not None and b._dtype.kind is not Float and b._dtype.kind is not Complex:
             pb = None
         parents = (pa, pb)
         shapes = (a._buf.shape, b._buf.shape)
@@ -121,20 +122,25 @@ def record(op, inputs, params, out):
     elif n_in == 1:
         a = inputs[0]
         pa = a._node
-        if pa is not None and a._dtype.kind is not Float:
+        if pa is not None and a._dtype.kind is not Float and a._dtype.kind is not Complex:
             pa = None
         parents = (pa,)
         shapes = (a._buf.shape,)
         dtypes = (a._dtype,)
         mask = int(pa is not None)
     else:
-        parents = tuple(t._node if t._dtype.kind is Float else None for t in inputs)
+        parents = tuple(t._node if t._dtype.kind is Float or t._dtype.kind is Complex else None
+                        for t in inputs)
         shapes = tuple(t._buf.shape for t in inputs)
         dtypes = tuple(t._dtype for t in inputs)
         mask = sum(1 << i for i, p in enumerate(parents) if p is not None)
-    keep = _KEEP.get((op, mask))   # (an Op hashes in C, the Rule named tuple does not)
-    if keep is None:
-        keep = _KEEP[op, mask] = _keeps(rule.deps, mask)
+    if dtypes[0].kind is Complex:   # complex inputs: their rule where it differs
+        rule = COMPLEX_RULES.get(op, rule)
+        keep = _keeps(rule.deps, mask)
+    else:
+        keep = _KEEP.get((op, mask))   # (an Op hashes in C, the Rule named tuple does not)
+        if keep is None:
+            keep = _KEEP[op, mask] = _keeps(rule.deps, mask)
     first = out[0] if type(out) is tuple else out
     balanced = first._device.checkpointing is BALANCED
     recipe = None
@@ -158,23 +164,8 @@ def record(op, inputs, params, out):
         x = tuple(x)
     elif balanced and op in checkpoint.MEMORY_BOUND:
         recipe = checkpoint.Recipe(op, params, tuple(_balanced_ref(t) for t in inputs))
-    node = _new(Node)   # Node.__init__, inlined
-    node.parents = parents
-    node.leaf = False
-    node.consumed = False
-    node.order = next(_counter)
-    node.op = op
-    node.shape = first._buf.shape
-    node.recipe = recipe
-    node.distributed = None
-    node.rule = rule
-    node.params = params
-    node.shapes = shapes
-    node.dtypes = dtypes
-    node.x = x
-    node.out = saved_out
-    node.balanced = balanced
-    first._node = node
+    first._node = Node(op, first._buf.shape, parents, rule, params, shapes, dtypes, x, saved_out,
+                       recipe, balanced, None)
 
 
 # (op, bit mask of the inputs that take a gradient) -> what the step saves: input indices
@@ -225,11 +216,19 @@ def _collect(root):
     return nodes
 
 
-# Set by ember.distributed.init(): ``backward_hook(nodes, root_tensor)`` runs after the consumed-
-# graph check and before anything is consumed (it may raise), and returns None or a sync object:
-# ``sync.ready(leaf, grad)`` is called for each leaf with a ``distributed`` mark as soon as its
-# gradient is complete (``grad`` None when none reached it), ``sync.finish(grads)`` after the walk.
-backward_hook = None
+# ``hook(nodes, root_tensor)`` runs after the consumed-graph check and before anything is
+# consumed (it may raise), and returns None or a sync object: ``sync.ready(leaf, grad)`` is
+# called for each leaf with a ``distributed`` mark as soon as its gradient is complete
+# (``grad`` None when none reached it), ``sync.finish(grads)`` after the walk.
+# ember.distributed.init() installs one.
+_backward_hook = None
+
+
+def set_backward_hook(hook):
+    """Install ``hook`` (see above; None removes it); returns the previous one."""
+    global _backward_hook
+    previous, _backward_hook = _backward_hook, hook
+    return previous
 
 
 def backward(root_tensor):
@@ -240,6 +239,11 @@ def backward(root_tensor):
             "backward: the tensor is not tracked: no input of the computation requires a gradient. "
             "Call .autodiff().require_grad() on the source leaf (e.g. w = w.autodiff().require_grad()) "
             "before computing the loss.")
+    if root_tensor._dtype.kind is Complex:
+        # PyTorch's rule: the seed of ones is the gradient of a real loss only
+        raise AutodiffError(
+            f"backward: the root is complex ({root_tensor._dtype.name}); gradients are defined "
+            "for a real loss: call backward() on a real tensor such as z.abs().sum() or z.real")
     nodes = _collect(root)
     nodes.sort(key=_order, reverse=True)
     from ember.creation import ones
@@ -253,7 +257,7 @@ def backward(root_tensor):
         if n.balanced:
             recompute = checkpoint.Recompute([n for n in nodes if n.rule is not None])
             break
-    sync = backward_hook(nodes, root_tensor) if backward_hook is not None else None
+    sync = _backward_hook(nodes, root_tensor) if _backward_hook is not None else None
     for n in nodes:
         g = grads.pop(n, None)
         if n.leaf:
@@ -302,5 +306,3 @@ class Gradients:
     def __repr__(self):
         return f"Gradients({len(self._grads)} tensors)"
 
-
-dispatch.record = record

@@ -10,11 +10,19 @@ gradient, and returns one gradient per input,
 ``None`` where there is none.  Rules are written with tensor ops on tensors
 without autodiff, so they run on every device, and return gradients in the
 shape of the op's output: the walk sums them back to broadcast inputs.
+
+Complex values follow PyTorch's convention: the gradient of a real loss ``L`` with respect
+to ``z = x + iy`` is ``dL/dx + i dL/dy`` (twice the conjugate Wirtinger derivative).  A
+holomorphic ``f`` then passes ``g * conj(f'(z))`` back, which is its real rule's formula with
+the saved values conjugated (``holomorphic``); ``COMPLEX_RULES`` holds the rules of ops
+whose first input is complex where they differ from ``RULES``, and ``graph.record`` takes
+them from there.
 """
 import math
 from typing import Callable, NamedTuple
 
 from ember import dispatch
+from ember import dtypes as dt
 from ember.ir import Op
 
 
@@ -71,12 +79,20 @@ def _pow(s, g):
 
 
 def _extremum(larger):
-    # maximum/minimum: the winning input takes the gradient; ties split it evenly (PyTorch)
+    # maximum/minimum: the winning input takes the gradient; ties split it evenly, and the
+    # losing side gets an exact 0 even where g is NaN or inf (masked, not multiplied by 0),
+    # as PyTorch; a NaN input loses to nothing, so both sides take g there (PyTorch too)
     def backward(s, g):
         a, b = s.x
-        share_a = ((a > b) if larger else (a < b)).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
-        return _if(s.parents[0], lambda: g * share_a), _if(s.parents[1], lambda: g * (1 - share_a))
+        shared = ember_where(a == b, g * 0.5, g)
+        a_loses, b_loses = ((a < b), (a > b)) if larger else ((a > b), (a < b))
+        return (_if(s.parents[0], lambda: shared.mask_fill(a_loses, 0)),
+                _if(s.parents[1], lambda: shared.mask_fill(b_loses, 0)))
     return backward
+
+
+def ember_where(cond, x, y):
+    return dispatch.elementwise(Op.WHERE, cond, x, y)
 
 
 def _clamp(s, g):
@@ -270,6 +286,261 @@ def _cat(s, g):
     return tuple(p if need else None for p, need in zip(pieces, s.parents))
 
 
+# --- complex numbers ---------------------------------------------------------------------
+class _Conjugated:
+    """A step seen with its saved values conjugated (what ``holomorphic`` rules read)."""
+
+    __slots__ = ("x", "out", "params", "shapes", "dtypes", "parents")
+
+    def __init__(self, s):
+        self.x = tuple(None if v is None else v.conj() for v in s.x)
+        self.out = None if s.out is None else s.out.conj()
+        self.params = s.params
+        self.shapes = s.shapes
+        self.dtypes = s.dtypes
+        self.parents = s.parents
+
+
+def holomorphic(rule):
+    """``rule`` for complex inputs of a holomorphic op: ``g * conj(f'(z))`` is the real rule's
+    formula (a polynomial or analytic function with real coefficients in the saved values,
+    linear in ``g``) evaluated on the conjugated values."""
+    backward = rule.backward
+    return Rule(rule.deps, lambda s, g: backward(_Conjugated(s), g))
+
+
+def _complex_sign(s, g):
+    # sgn(z) = z / |z| turns with z's angle only: d sgn = i sgn d(angle), so the gradient is
+    # Re(conj(g) i sgn) times angle's (i z / |z|^2 = i sgn / |z|); 0 at z = 0
+    z = s.x[0]
+    r = z.abs()
+    sgn = z.sign()
+    turn = (g.conj() * sgn * 1j).real
+    return ((turn / r.mask_fill(r == 0, 1)) * sgn * 1j).mask_fill(r == 0, 0)
+
+
+def _complex_angle(s, g):
+    # angle(x + iy) = atan2(y, x): dL/dx + i dL/dy = g (-y + ix) / |z|^2 = g i z / |z|^2; 0 at 0
+    z = s.x[0]
+    r2 = z.real * z.real + z.imag * z.imag
+    return (g * z * 1j / r2.mask_fill(r2 == 0, 1)).mask_fill(r2 == 0, 0)
+
+
+def _imag(s, g):
+    # imag(x + iy) = y: the gradient is i g
+    return dispatch.elementwise(Op.COMPLEX, 0.0, g)
+
+
+# --- Fourier transforms (ember.fft): the gradient of a transform is its adjoint -------------
+def _fft(s, g):
+    # the adjoint of a DFT is the inverse DFT with the dual norm's scaling
+    from ember import fft
+    p = s.params
+    return dispatch.apply(Op.FFT, g, dims=p["dims"], inverse=not p["inverse"],
+                          norm=fft.dual(p["norm"]), dtype=g.dtype)
+
+
+def _rfft(s, g):
+    # rfft keeps the first n // 2 + 1 outputs of a complex DFT of a real signal: its adjoint is
+    # the real part of the inverse DFT of g padded with zeros, which is irfft (dual norm) of g
+    # with the frequencies that have conjugate twins halved (irfft counts each twice)
+    from ember import fft
+    p = s.params
+    dims = p["dims"]
+    n = s.shapes[0][dims[-1]]
+    w = fft.one_sided_weights(n, dims[-1], g.ndim, dt.real_of(g.dtype), g.device)
+    return dispatch.apply(Op.IRFFT, g / w, dims=dims, n=n, norm=fft.dual(p["norm"]),
+                          dtype=s.dtypes[0])
+
+
+def _irfft(s, g):
+    # irfft reads each one-sided value once or, standing for its conjugate twin too, twice:
+    # the adjoint is rfft (dual norm) of g with those frequencies doubled
+    from ember import fft
+    p = s.params
+    dims = p["dims"]
+    w = fft.one_sided_weights(p["n"], dims[-1], g.ndim, g.dtype, g.device)
+    return dispatch.apply(Op.RFFT, g, dims=dims, norm=fft.dual(p["norm"]),
+                          dtype=s.dtypes[0]) * w
+
+# --- ember.linalg: factorisations and solves (torch's formulas; docs/decisions.md) ---------------
+# Multi-output ops return their outputs packed in one tensor (engine/backends/shared.py):
+# the rules unpack the saved result and the packed gradient.  A gradient part that is exactly
+# zero (an output the loss does not use) is skipped: that is torch's "undefined gradient".
+def _mT(x):
+    return x.transpose(-2, -1)
+
+
+def _la():
+    from ember import linalg
+    return linalg
+
+
+def _used(g):
+    return bool(g.any().item())
+
+
+def _diag_embed(v):
+    from ember.creation import eye
+    return v.unsqueeze(-1) * eye(v.shape[-1], dtype=v.dtype, device=v.device)
+
+
+def _off_diagonal_ratio(num, den):
+    """``num / den`` off the diagonal, 0 on it and wherever ``num`` is 0: where ``den`` is 0
+    (repeated eigen- or singular values) and ``num`` is not, the result is inf, as torch's."""
+    from ember.creation import eye
+    diag = eye(den.shape[-1], dtype=den.dtype, device=den.device) == 1
+    return (num / den.mask_fill(diag, 1)).mask_fill(diag | (num == 0), 0)
+
+
+def _cholesky_grad(s, g):
+    # gA = L^-T Phi L^-1, Phi = the symmetric part of tril(L^T gL) (torch's cholesky_backward)
+    L = s.out
+    if s.params["upper"]:
+        L, g = _mT(L), _mT(g)
+    m = (_mT(L) @ g).tril()
+    phi = (m + _mT(m.tril(-1))) * 0.5
+    la = _la()
+    y = la.solve_triangular(_mT(L), phi, upper=True)
+    return (la.solve_triangular(L, y, upper=False, left=False),)
+
+
+def _triangular_solve_grad(s, g):
+    a, x = s.x[0], s.out
+    upper, unit = s.params["upper"], s.params["unitriangular"]
+    gb = _la().solve_triangular(_mT(a), g, upper=not upper, unitriangular=unit)
+    ga = None
+    if s.parents[0]:
+        ga = -(gb @ _mT(x))   # only the triangle the solve read takes a gradient
+        ga = ga.triu(1 if unit else 0) if upper else ga.tril(-1 if unit else 0)
+    return ga, gb if s.parents[1] else None
+
+
+def _solve_grad(s, g):
+    a, x = s.x[0], s.out
+    gb = _la().solve(_mT(a), g)
+    return (-(gb @ _mT(x)) if s.parents[0] else None), (gb if s.parents[1] else None)
+
+
+def _inv_grad(s, g):
+    x = s.out   # d inv(A) = -X dA X
+    return (-(_mT(x) @ g @ _mT(x)),)
+
+
+def _adjugate_t(a):
+    """adj(A)^T = d det(A) / dA, also for singular A: det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh."""
+    la = _la()
+    u, sv, vh = la.svd(a)
+    sign = la.det(u) * la.det(vh)
+    return (u * _others_product(sv, sv.ndim - 1).unsqueeze(-2)) @ vh * sign.unsqueeze(-1).unsqueeze(-1)
+
+
+def _det_grad(s, g):
+    a, d = s.x[0], s.out
+    gd = (g * d).unsqueeze(-1).unsqueeze(-1)
+    if not _used(d == 0):
+        return (gd * _mT(_la().inv(a)),)
+    return (g.unsqueeze(-1).unsqueeze(-1) * _adjugate_t(a),)
+
+
+def _slogdet_grad(s, g):
+    la = _la()
+    a = s.x[0]
+    sign, logabsdet = la._unpack(Op.SLOGDET, s.out, s.shapes[0], s.params)
+    gl = la._unpack(Op.SLOGDET, g, s.shapes[0], s.params)[1].unsqueeze(-1).unsqueeze(-1)
+    if not _used(sign == 0):
+        return (gl * _mT(la.inv(a)),)
+    det = (sign * logabsdet.exp()).unsqueeze(-1).unsqueeze(-1)   # 0 where singular: +-inf, as torch
+    return (gl / det * _adjugate_t(a),)
+
+
+def _eigh_grad(s, g):
+    if not s.params["vectors"]:
+        raise RuntimeError("linalg.eigvalsh: the gradient needs the eigenvectors (use eigh)")
+    la = _la()
+    w, v = la._unpack(Op.EIGH, s.out, s.shapes[0], s.params)
+    gw, gv = la._unpack(Op.EIGH, g, s.shapes[0], s.params)
+    inner = _diag_embed(gw)
+    if _used(gv):
+        m = _mT(v) @ gv
+        inner = inner + _off_diagonal_ratio((m - _mT(m)) * 0.5, w.unsqueeze(-2) - w.unsqueeze(-1))
+    return (v @ inner @ _mT(v),)
+
+
+def _svd_grad(s, g):
+    la = _la()
+    shape = s.shapes[0]
+    m, n = shape[-2:]
+    k = min(m, n)
+    u, sv, vh = la._unpack(Op.SVD, s.out, shape, s.params)
+    gu, gs, gvh = la._unpack(Op.SVD, g, shape, s.params)
+    if s.params["full_matrices"]:   # the extra columns/rows are arbitrary bases: ignored (torch)
+        u, gu, vh, gvh = u[..., :, :k], gu[..., :, :k], vh[..., :k, :], gvh[..., :k, :]
+    has_u, has_v = _used(gu), _used(gvh)
+    ga = _diag_embed(gs)
+    if has_u or has_v:
+        s2 = sv * sv
+        num = None
+        if has_u:
+            uu = _mT(u) @ gu
+            num = (uu - _mT(uu)) * sv.unsqueeze(-2)
+        if has_v:
+            vv = vh @ _mT(gvh)
+            term = sv.unsqueeze(-1) * (vv - _mT(vv))
+            num = term if num is None else num + term
+        ga = ga + _off_diagonal_ratio(num, s2.unsqueeze(-2) - s2.unsqueeze(-1))
+    if m > n and has_u:
+        ga = u @ ga
+        gu_sinv = gu / sv.unsqueeze(-2)
+        ga = (ga + gu_sinv - u @ (_mT(u) @ gu_sinv)) @ vh
+    elif m < n and has_v:
+        ga = ga @ vh
+        sinv_gvh = gvh / sv.unsqueeze(-1)
+        ga = u @ (ga + sinv_gvh - (sinv_gvh @ _mT(vh)) @ vh)
+    else:
+        ga = u @ ga @ vh
+    return (ga,)
+
+
+def _qr_tall(q, r, gq, gr):
+    # m >= n: gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q
+    mm = r @ _mT(gr) - _mT(gq) @ q
+    b = gq + q @ (mm.tril() + _mT(mm.tril(-1)))
+    return _la().solve_triangular(_mT(r), b, upper=False, left=False)
+
+
+def _qr_grad(s, g):
+    mode = s.params["mode"]
+    shape = s.shapes[0]
+    m, n = shape[-2:]
+    if mode == "r":
+        raise RuntimeError("linalg.qr: the derivative of qr depends on Q, which is not computed "
+                           "when mode='r'; use mode='reduced' to differentiate through qr")
+    if mode == "complete" and m > n:
+        raise RuntimeError("linalg.qr: the QR decomposition is not differentiable when "
+                           "mode='complete' and nrows > ncols (as in torch)")
+    la = _la()
+    q, r = la._unpack(Op.QR, s.out, shape, s.params)
+    gq, gr = la._unpack(Op.QR, g, shape, s.params)
+    if m >= n:
+        return (_qr_tall(q, r, gq, gr),)
+    # m < n: A = [X | Y] with X = Q R[:, :m] square, Y = Q R[:, m:]
+    from ember.creation import cat
+    y = s.x[0][..., :, m:]
+    gr_y = gr[..., :, m:]
+    gx = _qr_tall(q, r[..., :, :m], gq + y @ _mT(gr_y), gr[..., :, :m])
+    return (cat([gx, q @ gr_y], -1),)
+
+
+def _pinv_grad(s, g):
+    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)  (torch's pinv_backward)
+    a, p = s.x[0], s.out
+    gt = _mT(g)
+    t = gt @ (p @ _mT(p))
+    u = (_mT(p) @ p) @ gt
+    return (-(_mT(p) @ g @ _mT(p)) + t - a @ (p @ t) + u - (u @ p) @ a,)
+
+
 OUT = "out"
 
 RULES = {
@@ -293,6 +564,10 @@ RULES = {
     Op.RELU: unary((0,), lambda s, g: g.mask_fill(s.x[0] <= 0, 0)),
     Op.GELU: unary((0,), _gelu),
     Op.SILU: unary((0,), _silu),
+    Op.CONJ: unary((), lambda s, g: g.conj()),
+    Op.REAL: unary((), lambda s, g: g.cast(s.dtypes[0])),
+    Op.IMAG: unary((), _imag),
+    Op.ANGLE: unary((), _no_grad),   # of a real tensor: 0 or pi, flat
     Op.ACOS: unary((0,), lambda s, g: -g / (1 - s.x[0] * s.x[0]).sqrt()),
     Op.ASIN: unary((0,), lambda s, g: g / (1 - s.x[0] * s.x[0]).sqrt()),
     Op.ATAN: unary((0,), lambda s, g: g / (s.x[0] * s.x[0] + 1)),
@@ -323,6 +598,8 @@ RULES = {
     Op.MAXIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=True)),
     Op.MINIMUM: Rule(((0, 1), (0, 1)), _extremum(larger=False)),
     Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
+    Op.COMPLEX: Rule(((), ()), lambda s, g: (_if(s.parents[0], lambda: g.real),
+                                             _if(s.parents[1], lambda: g.imag))),
     Op.ATAN2: Rule(((0, 1), (0, 1)), _atan2),
     Op.HYPOT: Rule(((0, OUT), (1, OUT)), _hypot),
     Op.COPYSIGN: Rule(((0, 1), ()), _copysign),
@@ -354,6 +631,21 @@ RULES = {
     Op.GATHER: Rule(((1,), ()), _gather),
     Op.SCATTER: Rule(((1,), (), (1,)), _scatter),
     Op.INDEX_SELECT: Rule(((1,), ()), _index_select),
+    Op.FFT: unary((), _fft),
+    Op.RFFT: unary((), _rfft),
+    Op.IRFFT: unary((), _irfft),
+
+    # ember.linalg
+    Op.CHOLESKY: Rule(((OUT,),), _cholesky_grad),
+    Op.TRIANGULAR_SOLVE: Rule(((0, OUT), (0,)), _triangular_solve_grad),
+    Op.SOLVE: Rule(((0, OUT), (0,)), _solve_grad),
+    Op.INV: Rule(((OUT,),), _inv_grad),
+    Op.DET: Rule(((0, OUT),), _det_grad),
+    Op.SLOGDET: Rule(((0, OUT),), _slogdet_grad),
+    Op.EIGH: Rule(((OUT,),), _eigh_grad),
+    Op.SVD: Rule(((OUT,),), _svd_grad),
+    Op.QR: Rule(((0, OUT),), _qr_grad),
+    Op.PINV: Rule(((0, OUT),), _pinv_grad),
     # layout
     Op.RESHAPE: unary((), lambda s, g: g.reshape(s.shapes[0])),
     Op.PERMUTE: unary((), _permute),
@@ -364,3 +656,15 @@ RULES = {
     Op.SLICE_ASSIGN: Rule(((), ()), _slice_assign),
     Op.CAT: Rule((), _cat),  # variadic; no input's gradient reads anything
 }
+
+
+# ops whose first input is complex: where the rule differs from RULES (graph.record)
+COMPLEX_RULES = {op: holomorphic(RULES[op]) for op in (
+    Op.MUL, Op.DIV, Op.POW, Op.EXP, Op.LOG, Op.SQRT, Op.RSQRT, Op.RECIP, Op.SIN, Op.COS,
+    Op.TAN, Op.PROD, Op.CUMPROD, Op.MATMUL)}
+COMPLEX_RULES.update({
+    # tanh' = 1 - tanh^2 (TANH_GRAD is a real op)
+    Op.TANH: unary((OUT,), lambda s, g: g * (1 - s.out.conj() * s.out.conj())),
+    Op.SIGN: unary((0,), _complex_sign),
+    Op.ANGLE: unary((0,), _complex_angle),
+})

@@ -7,19 +7,19 @@ from . import dispatch, layout
 from . import dtypes as dt
 from .device import parse as parse_device
 from .ir import Op
-from .tensor import Tensor
+from .tensor import Tensor, wrap
 
 
 def _from_host(array, dtype, device):
     device = parse_device(device)
-    return dispatch.wrap(device.backend.execute(Op.FROM_HOST, array), device, dtype)
+    return wrap(device.backend.execute(Op.FROM_HOST, array), device, dtype)
 
 
 def tensor(data, dtype=None, device=None):
     """A tensor from a scalar, a nested list, a numpy array or a tensor (always a copy).
 
-    Python floats become float32 and ints int64 unless ``dtype`` says otherwise;
-    numpy arrays keep their dtype.
+    Python floats become float32, complex numbers complex64 and ints int64 unless
+    ``dtype`` says otherwise; numpy arrays keep their dtype.
 
     >>> ember.tensor([[1, 2], [3, 4]]).dtype
     ember.int64
@@ -27,7 +27,14 @@ def tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         out = data.cast(dtype) if dtype is not None else data
         out = out.to(device) if device is not None else out
-        return out.clone() if out is data else out
+        out = out.clone() if out is data else out
+        if device is not None and not out._dtype.quantized:
+            # the device as asked, autodiff and strategy included (``to`` keeps a tensor's
+            # own: devices compare equal regardless of them), as for any other data
+            d = parse_device(device)
+            if d._autodiff != out._device._autodiff or d.checkpointing is not out._device.checkpointing:
+                out = wrap(out._buf, d, out._dtype)
+        return out
     want = dt.as_dtype(dtype) if dtype is not None else None
     if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") or hasattr(data, "__dlpack__"):
         array = np.array(data, copy=True)
@@ -47,10 +54,15 @@ def tensor(data, dtype=None, device=None):
             d = dt.DEFAULT_INT
         elif array.dtype.kind == "b":
             d = dt.bool_
+        elif array.dtype.kind == "c":
+            d = dt.DEFAULT_COMPLEX
         else:
             raise TypeError(f"tensor: cannot make a tensor from {array.dtype} data")
     if array.dtype != d.np:
-        if d.kind is not dt.Float and array.dtype.kind == "f" and not np.isfinite(array).all():
+        if array.dtype.kind == "c" and d.kind is not dt.Complex:
+            array = array.real   # complex -> real keeps the real part, as Tensor.cast
+        if (d.kind is not dt.Float and d.kind is not dt.Complex and array.dtype.kind == "f"
+                and not np.isfinite(array).all()):
             raise ValueError(f"tensor: cannot convert NaN or infinite values to {d.name}")
         array = array.astype(d.np)
     if not array.flags.c_contiguous:
@@ -76,21 +88,27 @@ def from_dlpack(obj):
 def from_cuda_array(obj):
     """A CUDA tensor sharing memory with ``obj`` (a Numba device array or any object with
     ``__cuda_array_interface__``); a non-contiguous array is copied."""
-    from .backends.cuda import from_cuda_array as share
     from .device import Device
-    data, index = share(obj)
-    return dispatch.wrap(data, Device.cuda(index), dt.from_numpy(data.dtype))
+    Device.cuda()   # DeviceError without CUDA, before anything imports the CUDA backend
+    from .backends.cuda.array import current_index, is_cuda_array
+    if not is_cuda_array(obj):
+        raise TypeError(f"from_cuda_array: expected a CUDA array, got {type(obj).__name__}")
+    device = Device.cuda(current_index())
+    data = device.backend.from_cuda_array(obj)
+    return wrap(data, device, dt.from_numpy(data.dtype))
 
 
 def full(shape, fill_value, dtype=None, device=None):
     shape = layout.creation_shape("full", (shape,) if isinstance(shape, numbers.Integral) else shape)
     if dtype is None:
         dtype = (dt.bool_ if isinstance(fill_value, (bool, np.bool_)) else
-                 dt.DEFAULT_INT if isinstance(fill_value, numbers.Integral) else dt.DEFAULT_FLOAT)
+                 dt.DEFAULT_INT if isinstance(fill_value, numbers.Integral) else
+                 dt.DEFAULT_COMPLEX if isinstance(fill_value, complex | np.complexfloating) else
+                 dt.DEFAULT_FLOAT)
     d = dt.as_dtype(dtype)
     device = parse_device(device)
     data = device.backend.execute(Op.FULL, shape=shape, value=fill_value, dtype=d)
-    return dispatch.wrap(data, device, d)
+    return wrap(data, device, d)
 
 
 def _shape_args(shape):
@@ -144,7 +162,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
     d = dt.as_dtype(dtype)
     device = parse_device(device)
     data = device.backend.execute(Op.ARANGE, start=start, stop=stop, step=step, dtype=d)
-    return dispatch.wrap(data, device, d)
+    return wrap(data, device, d)
 
 
 def linspace(start, stop, num, dtype=dt.float32, device=None):
@@ -161,11 +179,7 @@ def eye(n, m=None, dtype=dt.float32, device=None):
 
 def cat(tensors, dim=0):
     """Join tensors along an existing dim; dtypes promote as numpy's ``concatenate``."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    if not all(isinstance(t, Tensor) for t in tensors):
-        raise TypeError("cat: expected a list of tensors")
+    tensors = _tensor_list("cat", tensors)
     dispatch.same_device("cat", tensors)
     ndim = tensors[0].ndim
     if ndim == 0:
@@ -183,16 +197,28 @@ def cat(tensors, dim=0):
 
 def stack(tensors, dim=0):
     """Join tensors of one shape along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+    tensors = _tensor_list("stack", tensors)
+    dispatch.same_device("stack", tensors)
     shape = tensors[0].shape
     if any(t.shape != shape for t in tensors):
         raise ValueError(f"stack: tensors must have the same shape, got {[t.shape for t in tensors]}")
-    ndim = len(shape) + 1
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"stack: dim {dim} is out of range for {ndim} dims")
-    return cat([t.unsqueeze(dim % ndim) for t in tensors], dim % ndim)
+    dim = dispatch.normalize_dim("stack", dim, len(shape) + 1)
+    return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def _tensor_list(name, tensors):
+    """``tensors`` as a non-empty list of tensors; TypeError naming the op and the first
+    entry that is not a tensor."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of tensors, got {type(tensors).__name__}")
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"{name}: expected a non-empty list of tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: expected a sequence of tensors, got {type(t).__name__} "
+                            f"at position {i}")
+    return tensors
 
 
 def where(condition, x, y):

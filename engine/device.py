@@ -2,6 +2,8 @@
 import enum
 import os
 
+from .memory import CPU_POOL
+
 
 class CheckpointingStrategy(enum.Enum):
     """How autodiff keeps what backward needs (DESIGN §4 item 11)."""
@@ -160,13 +162,12 @@ def parse(device):
 def empty_cache(device=None):
     """Free the buffers that ``device``'s caching allocator keeps for reuse.
 
-    ``device`` is a Device, ``"cpu"``, ``"cuda"``/``"cuda:1"`` or None (the CPU
-    and every CUDA device in use).  Memory that tensors (or numpy views of
-    them) still use is not affected; ``ember.memory_stats`` shows the bytes.
+    ``device`` is a Device, ``"cpu"``, ``"cuda"``/``"cuda:1"`` or None (the CPU and every CUDA
+    device in use).  Memory that tensors (or numpy views of them) still use is not affected;
+    ``ember.memory_stats`` shows the bytes.
 
     >>> ember.empty_cache()
     """
-    from .memory import CPU_POOL
     if device is not None:
         d = parse(device)
         if d.type == "cpu":
@@ -175,7 +176,32 @@ def empty_cache(device=None):
             d.backend.empty_cache()
         return
     CPU_POOL.empty_cache()
-    from .backends import _BACKENDS
-    for key, b in list(_BACKENDS.items()):
-        if key != "cpu":
-            b.empty_cache()
+    from .backends import loaded_backends
+    for b in loaded_backends():
+        b.empty_cache()
+
+
+def memory_stats(device=None):
+    """Counters of ``device``'s caching allocator as a dict (default: the default device).
+
+    ``bytes_in_use``: bytes of pooled blocks that some array can still see;
+    ``bytes_cached``: bytes of freed blocks kept for reuse; ``peak_bytes_in_use``:
+    the highest ``bytes_in_use`` so far; ``allocations``: pooled requests, of which
+    ``hits`` reused a cached block and ``misses`` allocated a fresh one;
+    ``evictions``: blocks freed because the cache exceeded ``limit`` (bytes,
+    None: no cap); ``cached_blocks``; ``enabled`` (``EMBER_POOL``); ``min_bytes``.
+
+    Sizes are size classes (a request rounded up by at most 12.5 %).  On the CPU
+    only allocations of at least ``min_bytes`` (1 MiB) go through the pool and
+    are counted: op outputs and copies made by Ember's kernels; small arrays,
+    ``from_numpy`` data and numpy temporaries are not.  On CUDA every buffer
+    Ember allocates is counted.
+
+    >>> x = ember.ones(1 << 20)          # 4 MiB: a pooled block
+    >>> ember.memory_stats("cpu")["bytes_in_use"] >= 4 << 20
+    True
+    """
+    d = parse(device)
+    if d.type == "cpu":   # (without loading the CPU backend, hence Numba)
+        return CPU_POOL.stats()
+    return d.backend.memory_stats()

@@ -59,6 +59,7 @@ from . import dtypes as dt
 from .benchmark import synchronize
 from .device import DeviceError
 from .ir import Op
+from .tensor import wrap
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "world_size", "barrier", "all_reduce",
            "broadcast", "no_sync", "DistributedError", "DistributedTimeoutError"]
@@ -136,7 +137,7 @@ def init(comm=None, *, op=None, average=None, timeout=None):
         timeout = float(os.environ.get("EMBER_DISTRIBUTED_TIMEOUT", DEFAULT_TIMEOUT))
     _state = _State(MPI, MPI.COMM_WORLD if comm is None else comm, op or "mean", timeout)
     from ember.autograd import graph
-    graph.backward_hook = _backward_hook
+    graph.set_backward_hook(_backward_hook)
 
 
 def shutdown():
@@ -146,7 +147,7 @@ def shutdown():
     if s is None:
         return
     from ember.autograd import graph
-    graph.backward_hook = None
+    graph.set_backward_hook(None)
     _state = None
     if s.active is not None:
         _orphans.append(s.active)
@@ -225,7 +226,7 @@ def mark(t, flag=True):
     if not flag:
         if node is None or node.distributed is None:
             return t
-        return dispatch.wrap(t._data, t._device, t._dtype, graph.leaf(t.shape))
+        return wrap(t._data, t._device, t._dtype, graph.leaf(t.shape))
     if not t._device._autodiff:
         raise ValueError("set_distributed: the tensor is not autodiff-enabled; "
                          "call .autodiff() first (w = w.autodiff().set_distributed())")
@@ -239,7 +240,7 @@ def mark(t, flag=True):
                                "(and run the script under mpiexec)")
     if node is not None and node.distributed is not None:
         return t
-    return dispatch.wrap(t._data, t._device, t._dtype,
+    return wrap(t._data, t._device, t._dtype,
                          graph.leaf(t.shape, _Mark(t._device.base(), t._dtype)))
 
 
@@ -414,13 +415,13 @@ def _recv_buffer(s, send, m):
 def _result(s, recv, m, mean):
     """The reduced buffer as a tensor without autodiff on the mark's device."""
     if not isinstance(recv, np.ndarray):
-        t = dispatch.wrap(recv, m.device, m.dtype)
+        t = wrap(recv, m.device, m.dtype)
         return t / s.size if mean else t
     if mean:
         np.divide(recv, s.size, out=recv)
     if m.device.type != "cpu":
         recv = m.device.backend.execute(Op.FROM_HOST, recv)
-    return dispatch.wrap(recv, m.device, m.dtype)
+    return wrap(recv, m.device, m.dtype)
 
 
 # --- differentiable all_reduce and broadcast -------------------------------------------------
@@ -447,7 +448,7 @@ class _AllReduceRule:
         if s is None:
             raise DistributedError("backward through all_reduce: ember.distributed was shut down")
         total = _reduce_host(s, g.numpy(), "sum", "backward of all_reduce")
-        gt = dispatch.wrap(_from_host(total, g._device), g._device, g._dtype)
+        gt = wrap(_from_host(total, g._device), g._device, g._dtype)
         op = node.params["op"]
         if op == "mean":
             gt = gt / s.size
@@ -493,21 +494,21 @@ def all_reduce(t, op="sum"):
         if dtype.kind is dt.Int:
             total, dtype = total.astype(np.float64), dt.float64
         np.divide(total, s.size, out=total)
-    out = dispatch.wrap(_from_host(total, t._device), t._device, dtype)
+    out = wrap(_from_host(total, t._device), t._device, dtype)
     if t._node is not None and dtype.kind is dt.Float:
         params = {"op": op}
         if op == "max":        # who holds the maximum: the gradient's share on this rank
             won = (t.numpy() == total).astype(total.dtype)
             count = _reduce_host(s, won, "sum", "all_reduce")
-            params["share"] = dispatch.wrap(_from_host(won / count, t._device), t._device.base(), dtype)
+            params["share"] = wrap(_from_host(won / count, t._device), t._device.base(), dtype)
         _record(out, t, params)
     return out
 
 
 def _record(out, t, params):
     from ember.autograd import graph
-    out._node = graph.Node(_ALL_REDUCE, out.shape, [t._node], _AllReduceRule, params,
-                           [t.shape], [t._dtype], (None,))
+    out._node = graph.Node(_ALL_REDUCE, out.shape, (t._node,), _AllReduceRule, params,
+                           (t.shape,), (t._dtype,), (None,), None, None, False, None)
 
 
 def broadcast(t, root=0):
@@ -536,4 +537,4 @@ def broadcast(t, root=0):
         node = graph.leaf(t.shape, node.distributed)
     else:
         node = None
-    return dispatch.wrap(data, t._device, t._dtype, node)
+    return wrap(data, t._device, t._dtype, node)

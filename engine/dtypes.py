@@ -1,20 +1,22 @@
 """Data types and kinds.
 
-Every tensor has a dtype and a kind (Float, Int or Bool).  Promotion follows
-numpy: two tensors promote with ``np.result_type``; a Python scalar is "weak"
-and takes the tensor's dtype when its kind allows (``int32 + 2 -> int32``,
-``float32 * 0.5 -> float32``, ``int32 * 0.5 -> float64``).  Python floats
-without a tensor (``ember.tensor([1.0])``) default to float32, as in PyTorch
-and JAX.
+Every tensor has a dtype and a kind (Float, Int, Bool or Complex).  Promotion
+follows numpy: two tensors promote with ``np.result_type``; a Python scalar is
+"weak" and takes the tensor's dtype when its kind allows (``int32 + 2 ->
+int32``, ``float32 * 0.5 -> float32``, ``int32 * 0.5 -> float64``, ``float32 *
+1j -> complex64``, ``complex64 * 0.5 -> complex64``).  Python floats without a
+tensor (``ember.tensor([1.0])``) default to float32 and Python complex numbers
+to complex64, as in PyTorch and JAX.
 """
 import numpy as np
 
 
 class Kind(str):
-    """One of the three kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``.
+    """One of the kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``,
+    ``ember.Complex``.
 
     Each kind is a singleton (compare with ``is``), and also the string of numpy's
-    ``dtype.kind`` character ("f", "i", "b"), so code written for numpy dtypes that tests
+    ``dtype.kind`` character ("f", "i", "b", "c"), so code written for numpy dtypes that tests
     ``dtype.kind in "biu"`` (scikit-learn does) reads Ember dtypes right; unsigned ints are of
     kind Int, "i".
     """
@@ -36,10 +38,11 @@ class Kind(str):
 Float = Kind("Float", "f")
 Int = Kind("Int", "i")
 Bool = Kind("Bool", "b")
+Complex = Kind("Complex", "c")
 
 
 def _kind(name):
-    return {"Float": Float, "Int": Int, "Bool": Bool}[name]
+    return {"Float": Float, "Int": Int, "Bool": Bool, "Complex": Complex}[name]
 
 
 class DType:
@@ -81,6 +84,10 @@ class DType:
     def is_floating_point(self):
         return self.kind is Float
 
+    @property
+    def is_complex(self):
+        return self.kind is Complex
+
 
 float32 = DType("float32", np.float32, Float)
 float64 = DType("float64", np.float64, Float)
@@ -93,6 +100,8 @@ uint16 = DType("uint16", np.uint16, Int)
 uint32 = DType("uint32", np.uint32, Int)
 uint64 = DType("uint64", np.uint64, Int)
 bool_ = DType("bool", np.bool_, Bool)
+complex64 = DType("complex64", np.complex64, Complex)
+complex128 = DType("complex128", np.complex128, Complex)
 
 
 class QFloat(DType):
@@ -117,10 +126,34 @@ class QFloat(DType):
         return hash(("qfloat", self.scheme))
 
 
-ALL = (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_)
+ALL = (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, complex64,
+       complex128)
 _BY_NP = {d.np: d for d in ALL}
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
+DEFAULT_COMPLEX = complex64   # the complex dtype of DEFAULT_FLOAT (PyTorch's rule)
+
+# a complex dtype and the real dtype of its parts, both ways
+_REAL = {complex64: float32, complex128: float64}
+_COMPLEX = {float32: complex64, float64: complex128}
+
+
+def real_of(dtype):
+    """The dtype of a complex dtype's parts (``complex64 -> float32``); others are themselves."""
+    return _REAL.get(dtype, dtype)
+
+
+def complex_of(dtype):
+    """The complex dtype whose parts are ``dtype`` (``float32 -> complex64``); complex dtypes
+    are themselves, other kinds compute in complex128 (numpy)."""
+    if dtype.kind is Complex:
+        return dtype
+    return _COMPLEX.get(dtype, complex128)
+
+
+def differentiable(dtype):
+    """Float and Complex tensors take gradients (quantized ones never do)."""
+    return (dtype.kind is Float or dtype.kind is Complex) and not dtype.quantized
 
 
 def from_numpy(np_dtype):
@@ -144,6 +177,8 @@ def as_dtype(dtype):
         return DEFAULT_INT
     if dtype is bool:
         return bool_
+    if dtype is complex:
+        return DEFAULT_COMPLEX
     try:
         return from_numpy(dtype)
     except TypeError:
@@ -170,5 +205,7 @@ def scalar_dtype(value, other):
     if isinstance(value, (int, np.integer)):
         return other if other.kind is not Bool else DEFAULT_INT
     if isinstance(value, (float, np.floating)):
-        return other if other.kind is Float else float64
-    raise TypeError(f"ember: cannot combine a tensor with {type(value).__name__}")
+        return other if other.kind is Float or other.kind is Complex else float64
+    if isinstance(value, (complex, np.complexfloating)):
+        return complex_of(other)
+    raise TypeError(f"cannot combine a tensor with {type(value).__name__}")

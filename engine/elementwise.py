@@ -8,7 +8,7 @@ method and operator spellings.
 >>> ember.maximum(ember.tensor([1.0, 5.0]), 3)
 tensor([3., 5.], dtype=float32)
 """
-import math
+import cmath
 from builtins import abs as builtins_abs
 
 from . import dispatch
@@ -69,9 +69,22 @@ round = _unary(Op.ROUND, "round", "Round half to even (integers are returned as 
 floor = _unary(Op.FLOOR, "floor", "The largest integer <= input (integers as they are).")
 ceil = _unary(Op.CEIL, "ceil", "The smallest integer >= input (integers as they are).")
 trunc = _unary(Op.TRUNC, "trunc", "Round towards zero (integers as they are).")
-isnan = _unary(Op.ISNAN, "isnan", "True where ``input`` is NaN (never for Int and Bool).")
-isinf = _unary(Op.ISINF, "isinf", "True where ``input`` is ±inf (never for Int and Bool).")
-isfinite = _unary(Op.ISFINITE, "isfinite", "True where ``input`` is finite (always for Int and Bool).")
+
+def _part_test(method, op, name, doc):
+    # complex tensors test their parts (Tensor's method); anything else is the op's call
+    def fn(input, /):
+        return method(input) if isinstance(input, Tensor) else _ew(op, input)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+isnan = _part_test(Tensor.is_nan, Op.ISNAN, "isnan",
+                   "True where ``input`` is NaN (complex: either part; never for Int and Bool).")
+isinf = _part_test(Tensor.is_inf, Op.ISINF, "isinf",
+                   "True where ``input`` is ±inf (complex: either part; never for Int and Bool).")
+isfinite = _part_test(Tensor.is_finite, Op.ISFINITE, "isfinite",
+                      "True where ``input`` is finite (complex: both parts; always for Int and Bool).")
 signbit = _unary(Op.SIGNBIT, "signbit", "True where the sign bit is set (``-0.0`` included).")
 bitwise_not = _unary(Op.BIT_NOT, "bitwise_not", "``~input`` of an Int tensor.")
 
@@ -147,7 +160,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if not kinds:
         raise TypeError("isclose: expected at least one tensor")
     same = _ew(Op.EQ, a, b)
-    if dt.Float not in kinds:   # ints and bools: exact equality
+    if dt.Float not in kinds and dt.Complex not in kinds:   # ints and bools: exact equality
         return same
     near = _ew(Op.LE, _ew(Op.ABS, _ew(Op.SUB, a, b)), _abs(b) * rtol + atol)
     # |finite - inf| <= inf would pass the test: only equal infinities are close
@@ -162,8 +175,8 @@ def _abs(x):
 
 
 def _finite(x):
-    return _ew(Op.ISFINITE, x) if isinstance(x, Tensor) else math.isfinite(x)
+    return x.is_finite() if isinstance(x, Tensor) else cmath.isfinite(x)
 
 
 def _nan(x):
-    return _ew(Op.ISNAN, x) if isinstance(x, Tensor) else math.isnan(x)
+    return x.is_nan() if isinstance(x, Tensor) else cmath.isnan(x)

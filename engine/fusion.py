@@ -25,17 +25,13 @@ inputs runs as consecutive segments
 that each fit.  A chain's launches (its *program*) are planned once per structure and
 cached: a training step's chains skip planning and kernel lookup after the first step.
 """
-import functools
 import itertools
 import math
 import operator
 import os
 import sys
 
-import numpy as np
-
-from .ir import ELEMENTWISE
-from .memory import empty as _cpu_empty
+from .ir import ELEMENTWISE, Op
 
 # Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
 MIN_SIZE = 2
@@ -127,12 +123,42 @@ class Deferred:
         return f"Deferred({self.op.name}, shape={self.shape}, dtype={self.dtype.name}, {state})"
 
 
-def defer(op, inputs, shape, dtype, device):
-    """``op`` on tensors ``inputs`` as a Deferred node of ``shape`` and ``dtype``.
+# --- what dispatch calls -------------------------------------------------------------------
+_FUSED_REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN))
+prod = math.prod
 
-    Everything was checked, and the caller (``dispatch._apply``) runs outputs of
-    fewer than ``MIN_SIZE`` elements at once.
-    """
+
+def elementwise(op, inputs, shape, dtype, device):
+    """Elementwise ``op`` on tensors ``inputs`` (validated, promoted, broadcast to ``shape``):
+    a ``Deferred`` node, or the array computed at once when fusion is off or the output has
+    fewer than ``MIN_SIZE`` elements (deferring costs more than it saves there)."""
+    if ENABLED and prod(shape) >= MIN_SIZE:
+        return defer(op, inputs, shape, dtype, device)
+    if len(inputs) == 2:   # their storage, as Tensor._data reads it (no pending node here)
+        x = inputs[0]._buf
+        y = inputs[1]._buf
+        if type(x) is Deferred:
+            x = inputs[0]._data
+        if type(y) is Deferred:
+            y = inputs[1]._data
+        arrays = (x, y)
+    else:
+        arrays = [t._data for t in inputs]
+    return device.backend.elementwise(op, arrays, shape, dtype)
+
+
+def run(op, inputs, params, device):
+    """Any other op: a sum, prod, max or min of a pending chain computes the chain as it
+    reduces where the backend can (``reduce_deferred``); everything else runs on the device's
+    backend, its pending inputs computed first."""
+    if op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
+        return reduce_deferred(op, inputs[0], params)
+    return device.backend.execute(op, *[t._data for t in inputs], **params)
+
+
+def defer(op, inputs, shape, dtype, device):
+    """``op`` on tensors ``inputs`` as a Deferred node of ``shape`` and ``dtype`` (everything
+    was checked; ``elementwise`` runs outputs of fewer than ``MIN_SIZE`` elements at once)."""
     args = []
     weight = 1
     seq = next(_SEQ)
@@ -195,25 +221,6 @@ def _size(args):
 
 
 # --- forcing ----------------------------------------------------------------------------
-_VARIANTS = {}
-
-
-def _scalar_fn(op, dtype_name):
-    """The scalar function the eager kernel of ``op`` with a result of dtype ``dtype_name``
-    would use."""
-    key = (op, dtype_name)
-    fn = _VARIANTS.get(key)
-    if fn is None:
-        from ember.kernels.rebind import variant
-        fn = _VARIANTS[key] = variant(op.scalar, np.dtype(dtype_name))
-    return fn
-
-
-def _kernel_entries(entries):
-    """A chain's key entries as the kernels take them: each op as its scalar function."""
-    return tuple((_scalar_fn(op, name), name, refs) for op, name, refs in entries)
-
-
 _TYPE_NAMES = {}
 
 
@@ -235,7 +242,7 @@ def _plan(root):
     (``dispatch.constant`` shares equal constants: a loop's repeated constants are one
     argument).  Runs at every force: the entries name the op (which hashes in C) and the
     uses are a list, not a dict (the autodiff tanh chain's planning 47 -> 39 us per 120
-    nodes); ``_kernel_entries`` turns ops into scalar functions once per program.
+    nodes); the backend turns ops into scalar functions once per program.
     """
     # (nodes hash by identity: they are dict keys themselves; arrays are not hashable)
     order = [root]
@@ -320,7 +327,8 @@ def _force(root):
 class _Launch:
     """One kernel of a chain's program, computed from ``sources`` (the chain's leaf ``i >= 0``,
     or the value of node ``-1 - i``, computed by an earlier launch; None: the chain's leaves),
-    writing the nodes at positions ``outputs`` (of the chain)."""
+    writing the nodes at positions ``outputs`` (of the chain).  ``key`` is the chain the
+    backend runs as IR op ``FUSED``; ``kernels`` keeps each backend's compiled form of it."""
 
     __slots__ = ("key", "sources", "outputs", "kinds", "n_ops", "kernels")
 
@@ -330,7 +338,7 @@ class _Launch:
         self.outputs = outputs
         self.kinds = [k[0] for k in key[0]]
         self.n_ops = len(key[1])
-        self.kernels = {}   # device type -> launch(leaves, kinds, out_nodes, root) -> outputs
+        self.kernels = {}   # backend -> its prepared kernel of ``key``
 
     def run(self, order, leaves):
         values = self.sources
@@ -340,11 +348,12 @@ class _Launch:
             values = [leaves[i] if i >= 0 else order[-1 - i].value for i in values]
         out_nodes = [order[k] for k in self.outputs]
         root = out_nodes[-1]
-        device = root.device.type
-        launch = self.kernels.get(device)
-        if launch is None:
-            launch = self.kernels[device] = _kernel(self.key, device)
-        outs = launch(values, self.kinds, out_nodes, root)
+        backend = root.device.backend
+        kernel = self.kernels.get(backend)
+        if kernel is None:
+            kernel = self.kernels[backend] = backend.prepare_chain(self.key)
+        outs = backend.execute(Op.FUSED, *values, kernel=kernel, kinds=self.kinds,
+                               shape=root.shape, dtypes=[n.dtype for n in out_nodes])
         for node, v in zip(out_nodes, outs):
             node.value = v
             node.args = None   # the inputs are no longer needed by this node
@@ -365,15 +374,6 @@ def _fits(kinds, n_written):
 _PROGRAMS = {}
 
 
-def _kernel(key, device):
-    """A function launching the kernel of chain ``key`` on ``device``'s backend."""
-    if device == "cuda":
-        from ember.kernels.cuda import fused
-        return functools.partial(_run_cuda, fused.kernel(key))
-    from ember.kernels.cpu import fused
-    return functools.partial(_run_cpu, fused.run, fused.kernel(key))
-
-
 def _program(key):
     """The launches that compute chain ``key``: one kernel when it fits the limits, else
     consecutive segments of its (topological) order, each as long as fits.
@@ -383,7 +383,7 @@ def _program(key):
     """
     kinds, entries, outputs = key
     if _fits(kinds, len(outputs)):
-        return [_Launch((kinds, _kernel_entries(entries), outputs), None, list(outputs))]
+        return [_Launch(key, None, list(outputs))]
     n = len(entries)
     held = [False] * n
     for k in outputs:
@@ -433,7 +433,7 @@ def _program(key):
             seg_entries.append((fn, dtype, tuple(
                 local[i] if i >= 0 or -1 - i < start else i + start for i in refs)))
         seg_outputs = [k for k in range(start, end + 1) if held[k] or last_use[k] > end]
-        seg_key = (seg_kinds, _kernel_entries(seg_entries), tuple(k - start for k in seg_outputs))
+        seg_key = (seg_kinds, tuple(seg_entries), tuple(k - start for k in seg_outputs))
         program.append(_Launch(seg_key, sources, seg_outputs))
         start = end + 1
     return program
@@ -445,36 +445,6 @@ def _run_alone(node):
     node.args = None
     _STATS["eager"] += 1
     return node.value
-
-
-def _run_cpu(run, kernel, leaves, kinds, out_nodes, root):
-    shape = root.shape
-    outs = [_cpu_empty(shape, n.dtype.np) for n in out_nodes]
-    run(kernel, leaves, kinds, outs, shape)
-    return outs
-
-
-def _run_cuda(kernel, leaves, kinds, out_nodes, root):
-    backend = root.device.backend
-    shape = root.shape
-    outs = [backend.empty(shape, n.dtype.np) for n in out_nodes]
-    n = outs[0].size
-    views = [backend._broadcast(x, shape) for x in leaves]
-    arrays = [v for v, k in zip(views, kinds) if k == "a"]
-    merged, strides = backend._merge_dims(shape, [list(v.strides) for v in arrays] +
-                                          [list(outs[0].strides)])
-    args = []
-    st = iter(strides)
-    for v, k in zip(views, kinds):
-        if k == "a":
-            args += (v.buf, v.offset, tuple(next(st)))
-        else:
-            args += (v.buf, v.offset)
-    b = backend._b
-    with backend._context():
-        backend._launch(kernel, b.grid(n), b.THREADS, n, tuple(merged), *args,
-                        *(o.buf for o in outs))
-    return outs
 
 
 # --- fused reductions ---------------------------------------------------------------------
@@ -492,20 +462,21 @@ REDUCE_MIN_SIZE = 1 << 16
 
 def reduce_deferred(op, t, params):
     """Reduction ``op`` (params ``axes``, ``dtype``) of tensor ``t``, whose storage is a
-    Deferred node: fused with its pending chain where ``fused_reduce.plan`` allows."""
-    if (t._buf.value is None and t._device.type != "cuda" and op.scalar in _REDUCE_OPS
+    Deferred node: fused with its pending chain where the backend's ``fused_reduce_plan``
+    allows (IR op ``FUSED_REDUCE``), else computed first and reduced."""
+    if (t._buf.value is None and op.scalar in _REDUCE_OPS
             and math.prod(t._buf.shape) >= REDUCE_MIN_SIZE):
-        out = _reduce_fused(op.scalar, t, params["axes"], params["dtype"])
+        out = _reduce_fused(op, t, params["axes"], params["dtype"])
         if out is not None:
             return out
     return t._device.backend.execute(op, t._data, **params)
 
 
-def _reduce_fused(scalar, t, axes, dtype):
+def _reduce_fused(op, t, axes, dtype):
     # (as in _force, no local variable may hold a node of the chain: see _outputs)
-    from ember.kernels.cpu import fused_reduce
+    backend = t._device.backend
     shape = t._buf.shape
-    where = fused_reduce.plan(scalar, shape, t._buf.dtype.np, axes, dtype.np)
+    where = backend.fused_reduce_plan(op.scalar, shape, t._buf.dtype.np, axes, dtype.np)
     if where is None:
         return None
     order, leaves, kinds, entries, uses = _plan(t._buf)
@@ -516,14 +487,14 @@ def _reduce_fused(scalar, t, axes, dtype):
     outputs = [k for k, c in enumerate(counts) if k < last and c > _BASE + uses[k]]
     if not _fits(kinds, len(outputs) + root_held):
         return None
-    key = (tuple(kinds), _kernel_entries(entries), (*outputs, last))
+    chain = (tuple(kinds), tuple(entries), (*outputs, last))
     out_nodes = [order[k] for k in outputs]
     root_dtype = order[last].dtype
     del order
-    outs = [_cpu_empty(shape, n.dtype.np) for n in out_nodes]
-    root_out = _cpu_empty(shape, root_dtype.np) if root_held else None
-    result = fused_reduce.run(key, scalar, leaves, [k[0] for k in kinds], outs, root_out, shape,
-                              root_dtype.np, dtype.np, *where)
+    result, outs, root_out = backend.execute(
+        Op.FUSED_REDUCE, *leaves, chain=chain, combiner=op.scalar, kinds=[k[0] for k in kinds],
+        shape=shape, axes=axes, dtypes=[n.dtype for n in out_nodes], root_dtype=root_dtype,
+        root_written=root_held, out_dtype=dtype, where=where)
     for node, v in zip(out_nodes, outs):
         node.value = v
         node.args = None
@@ -534,5 +505,4 @@ def _reduce_fused(scalar, t, axes, dtype):
     _STATS["kernels"] += 1
     _STATS["fused_ops"] += len(entries)
     _STATS["outputs"] += len(out_nodes) + root_held
-    out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
-    return result.reshape(out_shape)
+    return result

@@ -24,10 +24,7 @@ import numpy as np
 from . import dispatch
 from . import dtypes as dt
 from .ir import Op
-
-
-def _tensor_cls():
-    return dispatch._tensor_cls
+from .storage import TensorBase
 
 
 def _as_index_tensor(obj, like):
@@ -55,7 +52,7 @@ def normalize_key(key, t):
             break
     else:
         return None
-    T = _tensor_cls()
+    T = TensorBase
     advanced = False
     out = []
     for k in key:
@@ -81,7 +78,7 @@ def _check_array_index(k, t):
 def _plan(t, key):
     """Split an advanced ``key``: (basic key of slices/None, [(dim of the basic view, Int
     tensor)], True when the advanced entries are adjacent in the key)."""
-    T = _tensor_cls()
+    T = TensorBase
     consumed = 0
     for k in key:
         if isinstance(k, T):
@@ -155,7 +152,7 @@ def getitem(t, key):
     sizes = [v.shape[d] for d in dims]
     idx = []
     for (d, a), n in zip(arrays, sizes):
-        if not isinstance(a, _tensor_cls()):
+        if not isinstance(a, TensorBase):
             if not -n <= a < n:
                 raise IndexError(f"getitem: index {a} is out of range for dim {d} with size {n}")
             a = tensor(int(a) % n if n else int(a), device=t._device.base())
@@ -196,7 +193,7 @@ def _checked(a, n, d):
 # --- assignment ----------------------------------------------------------------------------
 def setitem(t, key, value):
     """The new value of ``t`` after ``t[key] = value`` (the caller rebinds ``t`` to it)."""
-    T = _tensor_cls()
+    T = TensorBase
     if t._dtype.quantized:
         raise TypeError("setitem: quantized tensors cannot be assigned to; dequantize() first")
     if t.is_require_grad():
@@ -239,7 +236,7 @@ def _fit(v, target):
 
 
 def _value_tensor(value, t):
-    T = _tensor_cls()
+    T = TensorBase
     if isinstance(value, T):
         dispatch.same_device("setitem", [t, value])
         return value if value._dtype is t._dtype else value.cast(t._dtype)

@@ -9,20 +9,30 @@ Elementwise ops carry the name of their scalar function in
 
 - ``SAME``: the promoted input dtype,
 - ``BOOL``: a bool tensor (comparisons, predicates),
-- ``FLOAT``: the promoted dtype, or float64 for integer inputs (true division).
+- ``FLOAT``: the promoted dtype, or float64 for integer inputs (true division),
+- ``TO_REAL``: the promoted dtype, or the dtype of its parts for a complex one (abs, angle),
+- ``TO_COMPLEX``: the complex dtype of the promoted (float) dtype (``complex(re, im)``).
+
+Kinds: ``NUM`` (ordered numbers: comparisons, max/min, sort) and ``FLT`` (real functions:
+relu, floor, erf) leave Complex out; ``NUMC`` (arithmetic) and ``FLTC`` (exp, log, sqrt,
+sin, ...) take it; ``ANY_REAL`` is every kind but Complex (isnan & co of the parts).
 """
 import enum
 
-from .dtypes import Bool, Float, Int
+from .dtypes import Bool, Complex, Float, Int
 
-ANY = frozenset((Float, Int, Bool))
+ANY = frozenset((Float, Int, Bool, Complex))
+ANY_REAL = frozenset((Float, Int, Bool))
 NUM = frozenset((Float, Int))
+NUMC = frozenset((Float, Int, Complex))
 FLT = frozenset((Float,))
+FLTC = frozenset((Float, Complex))
+CPX = frozenset((Complex,))
 INT = frozenset((Int,))
 INT_BOOL = frozenset((Int, Bool))
 BOOL_ONLY = frozenset((Bool,))
 
-SAME, BOOL, FLOAT = "same", "bool", "float"
+SAME, BOOL, FLOAT, TO_REAL, TO_COMPLEX = "same", "bool", "float", "real", "complex"
 
 
 class Op(enum.Enum):
@@ -38,19 +48,19 @@ class Op(enum.Enum):
 
     # --- elementwise, one operand
     CAST = ("identity",)
-    NEG = ("neg", NUM)
-    ABS = ("absolute", NUM)
-    SIGN = ("sign", NUM)
-    EXP = ("exp", FLT)
-    LOG = ("log", FLT)
+    NEG = ("neg", NUMC)
+    ABS = ("absolute", NUMC, TO_REAL)
+    SIGN = ("sign", NUMC)
+    EXP = ("exp", FLTC)
+    LOG = ("log", FLTC)
     LOG1P = ("log1p", FLT)
-    SQRT = ("sqrt", FLT)
-    RSQRT = ("rsqrt", FLT)
-    RECIP = ("recip", FLT)
-    SIN = ("sin", FLT)
-    COS = ("cos", FLT)
-    TAN = ("tan", FLT)
-    TANH = ("tanh", FLT)
+    SQRT = ("sqrt", FLTC)
+    RSQRT = ("rsqrt", FLTC)
+    RECIP = ("recip", FLTC)
+    SIN = ("sin", FLTC)
+    COS = ("cos", FLTC)
+    TAN = ("tan", FLTC)
+    TANH = ("tanh", FLTC)
     SIGMOID = ("sigmoid", FLT)
     ERF = ("erf", FLT)
     RELU = ("relu", FLT)
@@ -62,11 +72,16 @@ class Op(enum.Enum):
     FLOOR = ("floor", NUM)
     CEIL = ("ceil", NUM)
     TRUNC = ("trunc", NUM)
-    ISNAN = ("isnan", ANY, BOOL)
-    ISINF = ("isinf", ANY, BOOL)
-    ISFINITE = ("isfinite", ANY, BOOL)
+    ISNAN = ("isnan", ANY_REAL, BOOL)   # (complex: Tensor.isnan tests the parts)
+    ISINF = ("isinf", ANY_REAL, BOOL)
+    ISFINITE = ("isfinite", ANY_REAL, BOOL)
     BIT_NOT = ("bit_not", INT)
     LOGICAL_NOT = ("logical_not", BOOL_ONLY)
+    # complex parts (Tensor.real/imag/conj of a real tensor give it, or zeros, without an op)
+    CONJ = ("conj", CPX)
+    REAL = ("real", CPX, TO_REAL)
+    IMAG = ("imag", CPX, TO_REAL)
+    ANGLE = ("angle", FLTC, TO_REAL)
     ACOS = ("acos", FLT)
     ACOSH = ("acosh", FLT)
     ASIN = ("asin", FLT)
@@ -81,13 +96,13 @@ class Op(enum.Enum):
     SQUARE = ("square", NUM)
     SIGNBIT = ("signbit", NUM, BOOL)
     # --- elementwise, two operands
-    ADD = ("add", NUM)
-    SUB = ("sub", NUM)
-    MUL = ("mul", NUM)
-    DIV = ("truediv", NUM, FLOAT)
+    ADD = ("add", NUMC)
+    SUB = ("sub", NUMC)
+    MUL = ("mul", NUMC)
+    DIV = ("truediv", NUMC, FLOAT)
     FLOORDIV = ("floordiv", NUM)
     MOD = ("mod", NUM)
-    POW = ("power", NUM)
+    POW = ("power", NUMC)
     MAXIMUM = ("maximum", NUM)
     MINIMUM = ("minimum", NUM)
     EQ = ("eq", ANY, BOOL)
@@ -101,6 +116,7 @@ class Op(enum.Enum):
     XOR = ("bit_xor", INT_BOOL)
     SHL = ("shl", INT)
     SHR = ("shr", INT)
+    COMPLEX = ("make_complex", FLT, TO_COMPLEX)   # (real part, imaginary part) -> complex
     ATAN2 = ("atan2", FLT)
     HYPOT = ("hypot", FLT)
     COPYSIGN = ("copysign", FLT)
@@ -129,7 +145,7 @@ class Op(enum.Enum):
     SOFTMAX = ("softmax", FLT)
     LOG_SOFTMAX = ("log_softmax", FLT)
     # --- linear algebra, sorting, indexing
-    MATMUL = ("matmul", NUM)
+    MATMUL = ("matmul", NUMC)
     SORT = ("sort", NUM)
     TOPK = ("topk", NUM)
     GATHER = ("gather",)
@@ -137,6 +153,24 @@ class Op(enum.Enum):
     INDEX_SELECT = ("index_select",)
     NONZERO = ("nonzero",)
     SEARCHSORTED = ("searchsorted", NUM)   # (sorted 1-D sequence, values; params: right)
+    # --- discrete Fourier transforms over ``dims`` (ember.fft; params: dims, norm, dtype)
+    FFT = ("fft", CPX)      # complex -> complex; param inverse (the +i sign and its scaling)
+    RFFT = ("rfft", FLT)    # real -> complex, the last of dims cut to n // 2 + 1
+    IRFFT = ("irfft", CPX)  # complex (n // 2 + 1 along the last of dims) -> real; param n
+
+    # --- factorisations and solves of ember.linalg (engine/linalg.py): batched over leading
+    # dims; float kinds only (engine/linalg.py's SUPPORTED). A multi-output one returns one
+    # buffer of its outputs packed along a last dim (engine/backends/shared.py)
+    CHOLESKY = ("cholesky", FLT)                  # params: upper
+    TRIANGULAR_SOLVE = ("triangular_solve", FLT)  # (a, b): params upper, unitriangular
+    SOLVE = ("solve", FLT)                        # (a, b): LU with partial pivoting
+    INV = ("inv", FLT)                            # LU, then getri (CPU) / getrs with I (CUDA)
+    DET = ("det", FLT)
+    SLOGDET = ("slogdet", FLT)                    # packed (sign, logabsdet)
+    EIGH = ("eigh", FLT)                          # params lower, vectors: packed (w, v) or w
+    SVD = ("svd", FLT)                            # params full_matrices, vectors: (U, S, Vh) or S
+    QR = ("qr", FLT)                              # params mode: packed (Q, R), or R for "r"
+    PINV = ("pinv", FLT)                          # params atol, rtol, hermitian
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)
@@ -146,6 +180,18 @@ class Op(enum.Enum):
     CONTIGUOUS = ("contiguous",)
     SLICE_ASSIGN = ("slice_assign",)
     CAT = ("cat",)
+    # --- planned by ember.fusion: a chain of elementwise ops as one kernel (params: the chain,
+    # its prepared kernel, leaf kinds, shape, output dtypes), and a reduction computing its
+    # pending input chain (CPU; the backend's ``fused_reduce_plan`` says when it applies)
+    FUSED = ("fused",)
+    FUSED_REDUCE = ("fused_reduce",)
+    # --- quantization (ember.quant plans; the storage and geometry in its docstring)
+    QUANT_CALIBRATE = ("quant_calibrate",)
+    QUANTIZE = ("quantize",)
+    DEQUANTIZE = ("dequantize",)
+    PACK = ("pack",)
+    UNPACK = ("unpack",)
+    QMATMUL = ("qmatmul",)
     # --- creation and transfer
     FULL = ("full",)
     ARANGE = ("arange",)
@@ -161,9 +207,9 @@ class Op(enum.Enum):
 
 ELEMENTWISE = frozenset(Op[n] for n in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU "
-    "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT ADD SUB MUL "
-    "DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR TANH_GRAD "
-    "SIGMOID_GRAD WHERE CLAMP ACOS ACOSH ASIN ASINH ATAN ATANH COSH SINH EXPM1 LOG2 LOG10 SQUARE "
-    "SIGNBIT ATAN2 HYPOT COPYSIGN LOGADDEXP NEXTAFTER"
+    "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT CONJ REAL IMAG "
+    "ANGLE ADD SUB MUL DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR "
+    "COMPLEX TANH_GRAD SIGMOID_GRAD WHERE CLAMP ACOS ACOSH ASIN ASINH ATAN ATANH COSH SINH EXPM1 "
+    "LOG2 LOG10 SQUARE SIGNBIT ATAN2 HYPOT COPYSIGN LOGADDEXP NEXTAFTER"
 ).split())
 REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY_, Op.ALL))

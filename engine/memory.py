@@ -253,32 +253,3 @@ def empty(shape, dtype):
         return _aligned_empty(shape, dtype, nbytes)
     block, size = CPU_POOL.acquire(nbytes)
     return np.asarray(_Holder(block, size, tuple(shape), dtype.str))
-
-
-# --- public -----------------------------------------------------------------------------------
-
-def memory_stats(device=None):
-    """Counters of ``device``'s caching allocator as a dict (default: the default device).
-
-    ``bytes_in_use``: bytes of pooled blocks that some array can still see;
-    ``bytes_cached``: bytes of freed blocks kept for reuse; ``peak_bytes_in_use``:
-    the highest ``bytes_in_use`` so far; ``allocations``: pooled requests, of which
-    ``hits`` reused a cached block and ``misses`` allocated a fresh one;
-    ``evictions``: blocks freed because the cache exceeded ``limit`` (bytes,
-    None: no cap); ``cached_blocks``; ``enabled`` (``EMBER_POOL``); ``min_bytes``.
-
-    Sizes are size classes (a request rounded up by at most 12.5 %).  On the CPU
-    only allocations of at least ``min_bytes`` (1 MiB) go through the pool and
-    are counted: op outputs and copies made by Ember's kernels; small arrays,
-    ``from_numpy`` data and numpy temporaries are not.  On CUDA every buffer
-    Ember allocates is counted.
-
-    >>> x = ember.ones(1 << 20)          # 4 MiB: a pooled block
-    >>> ember.memory_stats("cpu")["bytes_in_use"] >= 4 << 20
-    True
-    """
-    from .device import parse
-    d = parse(device)
-    if d.type == "cpu":
-        return CPU_POOL.stats()
-    return d.backend.memory_stats()

@@ -8,8 +8,14 @@ always holds the latest.  Tensors are values, so the old parameters keep their
 values: a graph that still reads them stays valid.  A parameter without a
 gradient in ``grads`` is returned as it is, and its state does not advance.
 
-Each update is one fused Numba kernel per parameter (``ember.kernels.cpu.optim``):
-a single pass over parameter, gradient and state, not a chain of tensor ops.
+Updates are tensor ops on the parameter's device (state tensors live there too: a CUDA
+model's parameters and optimizer state never leave the GPU).  They are elementwise, so the
+fusing layer runs a parameter's whole update as one kernel that reads parameter, gradient
+and state once and writes the new ones; the order of operations is torch.optim's
+single-tensor implementation's, in the parameter's dtype.  The state is tensors from the
+start (zeros, and a step count as a 0-d float64 tensor): a step is the same ops whatever the
+step number, so ``ember.compile`` replays it and the state advances as in eager (PyTorch's
+``capturable`` optimizers do the same for CUDA graphs).
 
 >>> w = ember.tensor([1.0, -2.0]).autodiff().require_grad()
 >>> opt = ember.optim.SGD([w], lr=0.1)
@@ -18,19 +24,12 @@ a single pass over parameter, gradient and state, not a chain of tensor ops.
 tensor([ 0.8, -1.6], dtype=float32)
 """
 
-import numpy as np
-
-from . import dispatch
 from . import dtypes as dt
-from .ir import Op
-from .tensor import Tensor
+from .compile import register_optimizer
+from .creation import zeros, zeros_like
+from .tensor import Tensor, wrap
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
-
-
-def _kernels():
-    from ember.kernels.cpu import optim   # Numba loads when the first step runs
-    return optim
 
 
 class Optimizer:
@@ -57,23 +56,41 @@ class Optimizer:
                 raise ValueError(f"{name}: parameter {i} appears more than once")
             seen.add(id(p._node))
         self._params = params
-        self._state = [{} for _ in params]
+        self._state = [self._init_state(p.inner()) for p in params]
+        # one step count for the parameters of a device: they step together (until one has
+        # no gradient), so what is computed from the count is computed once per step
+        counts = {}
+        for state, p in zip(self._state, params):
+            state["step"] = counts.setdefault(p.device.base(), state["step"])
+        register_optimizer(self)   # its parameters and state are a compiled step's inputs too
+
+    def _init_state(self, p):
+        """The state of parameter ``p`` before its first step: tensors on its device."""
+        return {"step": zeros((), dtype=dt.float64, device=p.device)}
+
+    def _hyperparameters(self):
+        """What a compiled step bakes in: it traces again when these change."""
+        raise NotImplementedError
 
     @property
     def params(self):
         """The latest parameters (a new list; the tensors are the ones ``step`` returned)."""
         return list(self._params)
 
+    _STATE_KEYS = ()   # what ``state`` shows besides "step" (PyTorch's names)
+
     def state(self, i):
-        """Parameter ``i``'s state as tensors without autodiff (copies), e.g. ``{"step": 3, ...}``."""
-        p = self._params[i]
-        out = {}
-        for key, value in self._state[i].items():
-            if isinstance(value, np.ndarray):
-                data = p.device.backend.execute(Op.FROM_HOST, value.reshape(p.shape).copy())
-                value = dispatch.wrap(data, p.device.base(), p.dtype)
-            out[key] = value
+        """Parameter ``i``'s state, e.g. ``{"step": 3, "exp_avg": ..., ...}``: tensors without
+        autodiff on the parameter's device (copies); ``{}`` before its first step."""
+        state = self._state[i]
+        steps = int(state["step"].item())
+        if not steps:
+            return {}
+        out = {"step": steps} if self._SHOWS_STEP else {}
+        out.update((key, state[key].clone()) for key in self._STATE_KEYS if key in state)
         return out
+
+    _SHOWS_STEP = True
 
     def step(self, grads):
         """Update every parameter that has a gradient in ``grads``; returns the new parameters."""
@@ -82,6 +99,7 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}.step: expected the Gradients of a backward(), "
                             f"got {type(grads).__name__}")
         new = []
+        shared = {}   # what parameters stepping together share (their step count's functions)
         for i, p in enumerate(self._params):
             g = p.grad(grads)
             if g is None:
@@ -90,18 +108,28 @@ class Optimizer:
             if g.shape != p.shape:
                 raise ValueError(f"{type(self).__name__}.step: gradient of shape {g.shape} does not "
                                  f"match parameter {i} of shape {p.shape}")
-            x = np.ascontiguousarray(p.numpy()).reshape(-1)
-            gx = np.ascontiguousarray(g.numpy(), dtype=x.dtype).reshape(-1)
-            out = self._update(self._state[i], x, gx)
-            data = p.device.backend.execute(Op.FROM_HOST, out.reshape(p.shape))
+            out = self._update(self._state[i], p.inner(), g.cast(p.dtype), shared)
             # a new marked leaf; like detach(), it keeps a distributed mark
-            new.append(dispatch.wrap(data, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
+            new.append(wrap(out._buf, p.device, p.dtype, leaf(p.shape, p._node.distributed)))
         self._params = new
         return list(new)
 
-    def _update(self, state, p, g):
-        """The new flat parameter from flat ``p`` and ``g``; updates ``state`` (numpy arrays)."""
+    def _update(self, state, p, g, shared):
+        """The new parameter from ``p`` and ``g`` (tensors without autodiff); updates ``state``.
+        ``shared`` caches, within one ``step``, values computed from a step count tensor, which
+        parameters that always step together share: computed once, not per parameter."""
         raise NotImplementedError
+
+    @staticmethod
+    def _advance(state, shared):
+        """The step count after this step (one tensor for every parameter of the same count)."""
+        step = state["step"]
+        key = ("step", id(step))
+        t = shared.get(key)
+        if t is None:
+            t = shared[key] = step + 1
+        state["step"] = t
+        return step, t
 
     def __repr__(self):
         return f"{type(self).__name__}({len(self._params)} parameters, lr={self.lr})"
@@ -130,17 +158,37 @@ class SGD(Optimizer):
         _check("SGD", "weight_decay", weight_decay, weight_decay >= 0)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params)
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
         self.dampening, self.nesterov, self.maximize = dampening, nesterov, maximize
+        super().__init__(params)   # (after the settings: they choose the state)
 
-    def _update(self, state, p, g):
-        buf = state.get("momentum_buffer")
-        first = buf is None and self.momentum != 0
-        if first:
-            buf = state["momentum_buffer"] = np.empty_like(p)
-        return _kernels().sgd(p, g, buf if self.momentum != 0 else None, self.lr, self.momentum,
-                              self.dampening, self.weight_decay, self.nesterov, self.maximize, first)
+    _SHOWS_STEP = False   # torch's SGD keeps no step count
+    _STATE_KEYS = ("momentum_buffer",)
+
+    def _init_state(self, p):
+        state = super()._init_state(p)
+        if self.momentum != 0:
+            state["momentum_buffer"] = zeros_like(p)
+        return state
+
+    def _hyperparameters(self):
+        return (self.lr, self.momentum, self.weight_decay, self.dampening, self.nesterov,
+                self.maximize)
+
+    def _update(self, state, p, g, shared):
+        step, _ = self._advance(state, shared)
+        d = -g if self.maximize else g
+        if self.weight_decay != 0:
+            d = d + p * self.weight_decay
+        if self.momentum != 0:
+            buf = state["momentum_buffer"] * self.momentum
+            if self.dampening == 0:
+                buf = buf + d   # the first step: 0 * momentum + d, torch's clone of d
+            else:
+                buf = d.mask_where(step != 0, buf + d * (1 - self.dampening))   # first: d, as torch
+            state["momentum_buffer"] = buf
+            d = d + buf * self.momentum if self.nesterov else buf
+        return p - d * self.lr
 
 
 class Adam(Optimizer):
@@ -164,23 +212,50 @@ class Adam(Optimizer):
         _check(name, "epsilon", eps, eps >= 0)
         _check(name, "betas", betas, len(tuple(betas)) == 2 and all(0 <= b < 1 for b in betas))
         _check(name, "weight_decay", weight_decay, weight_decay >= 0)
-        super().__init__(params)
         self.lr, self.betas, self.eps, self.weight_decay = lr, tuple(betas), eps, weight_decay
         self.amsgrad, self.maximize = amsgrad, maximize
+        super().__init__(params)   # (after the settings: they choose the state)
 
-    def _update(self, state, p, g):
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = np.zeros_like(p)
-            state["exp_avg_sq"] = np.zeros_like(p)
-            if self.amsgrad:
-                state["max_exp_avg_sq"] = np.zeros_like(p)
-        state["step"] += 1
+    _STATE_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+    def _init_state(self, p):
+        state = super()._init_state(p)
+        state["exp_avg"] = zeros_like(p)
+        state["exp_avg_sq"] = zeros_like(p)
+        if self.amsgrad:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _hyperparameters(self):
+        return (self.lr, self.betas, self.eps, self.weight_decay, self.amsgrad, self.maximize,
+                self._decoupled)
+
+    def _update(self, state, p, g, shared):
+        step, t = self._advance(state, shared)
         beta1, beta2 = self.betas
-        return _kernels().adam(p, g, state["exp_avg"], state["exp_avg_sq"],
-                               state.get("max_exp_avg_sq") if self.amsgrad else None, state["step"],
-                               self.lr, beta1, beta2, self.eps, self.weight_decay, self._decoupled,
-                               self.maximize)
+        key = ("adam", id(step), p.dtype)
+        scalars = shared.get(key)
+        if scalars is None:   # torch's step_size and bias_correction2_sqrt: float64, rounded once
+            step_size = (self.lr / (1 - beta1 ** t)).cast(p.dtype)
+            bc2_sqrt = (1 - beta2 ** t).sqrt().cast(p.dtype)
+            scalars = shared[key] = (step_size, bc2_sqrt)
+        step_size, bc2_sqrt = scalars
+        d = -g if self.maximize else g
+        if self.weight_decay != 0:
+            if self._decoupled:
+                p = p * (1 - self.lr * self.weight_decay)
+            else:
+                d = d + p * self.weight_decay
+        m = state["exp_avg"]
+        w1 = 1 - beta1
+        # torch's lerp(m, d, w1), both of its branches
+        m = m + (d - m) * w1 if w1 < 0.5 else d - (d - m) * (1 - w1)
+        v = state["exp_avg_sq"] * beta2 + d * d * (1 - beta2)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if self.amsgrad:
+            v = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
+        denom = v.sqrt() / bc2_sqrt + self.eps
+        return p - m / denom * step_size
 
 
 class AdamW(Adam):

@@ -1,10 +1,11 @@
 """Seeded random tensors: ``ember.random.seed(0)`` makes every draw reproducible."""
 import numpy as np
 
-from . import dispatch, layout
+from . import layout
 from . import dtypes as dt
 from .device import parse as parse_device
 from .ir import Op
+from .tensor import wrap
 
 _generator = np.random.default_rng()
 
@@ -21,7 +22,7 @@ def _draw(kind, shape, dtype, device, **params):
     device = parse_device(device)
     data = device.backend.execute(Op.RANDOM, generator=_generator, kind=kind, shape=shape,
                                   dtype=d, **params)
-    return dispatch.wrap(data, device, d)
+    return wrap(data, device, d)
 
 
 def uniform(shape, low=0.0, high=1.0, dtype=dt.float32, device=None):

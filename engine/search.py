@@ -10,6 +10,7 @@ from . import dispatch
 from . import dtypes as dt
 from .creation import cat, full, tensor, zeros
 from .ir import Op
+from .storage import make
 from .tensor import Tensor
 
 
@@ -45,7 +46,7 @@ def searchsorted(sorted_sequence, values, *, right=False, side=None, sorter=None
         dtype = dt.promote(seq.dtype, values.dtype)
     if dtype.kind is dt.Bool:
         dtype = dt.uint8   # False < True, as numpy orders bools
-    dispatch.check_kind("searchsorted", Op.SEARCHSORTED, dispatch.wrap(None, seq.device, dtype))
+    dispatch.check_kind("searchsorted", Op.SEARCHSORTED, make(type(seq), None, seq._device, dtype))
     return dispatch.apply(Op.SEARCHSORTED, seq.cast(dtype), values.cast(dtype), right=bool(right),
                           dtype=dt.int64)
 

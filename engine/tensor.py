@@ -7,14 +7,17 @@ their parameters.
 """
 import math
 import numbers
+import operator
 
 import numpy as np
 
-from . import dispatch, indexing, layout
+from . import dispatch, indexing, layout, quant
 from . import dtypes as dt
 from .dispatch import apply, elementwise, normalize_dim, normalize_dims
-from .fusion import Deferred
+from .backends import recorder
+from .device import parse as parse_device
 from .ir import Op
+from .storage import TensorBase, make
 
 
 # The ops of the arithmetic operators as module globals: looking up an Enum member
@@ -27,32 +30,23 @@ def _is_tensor(x):
     return isinstance(x, Tensor)
 
 
-class Tensor:
-    """An n-dimensional array on a device, of kind Float, Int or Bool.
+def wrap(data, device, dtype, node=None):
+    """A new Tensor around backend storage ``data`` (see ``engine/storage.py``)."""
+    return make(Tensor, data, device, dtype, node)
+
+
+class Tensor(TensorBase):
+    """An n-dimensional array on a device, of kind Float, Int, Bool or Complex.
 
     >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     >>> (x * 2 + 1).sum(dim=1)
     tensor([ 8., 16.], dtype=float32)
     """
 
-    __slots__ = ("_buf", "_device", "_dtype", "_node", "__weakref__")
+    # the storage slots and the ``_data`` accessor are TensorBase's (engine/storage.py)
+    __slots__ = ()
     __hash__ = object.__hash__
     __array_priority__ = 1000  # numpy defers to our reflected operators
-
-    # --- storage ----------------------------------------------------------------
-    # ``_buf`` holds the backend array, or a deferred elementwise op (``ember.fusion``)
-    # until something reads ``_data``; shape queries read ``_buf.shape`` and never compute.
-    @property
-    def _data(self):
-        """The backend storage, computing a deferred (fused) value first."""
-        d = self._buf
-        if type(d) is Deferred:
-            d = self._buf = d.force()
-        return d
-
-    @_data.setter
-    def _data(self, value):
-        self._buf = value
 
     # --- attributes -----------------------------------------------------------
     @property
@@ -70,14 +64,14 @@ class Tensor:
 
     @property
     def kind(self):
-        """``ember.Float``, ``ember.Int`` or ``ember.Bool``."""
+        """``ember.Float``, ``ember.Int``, ``ember.Bool`` or ``ember.Complex``."""
         return self._dtype.kind
 
     @property
     def device(self):
         return self._device
 
-    # --- quantization (DESIGN §5; the logic lives in engine/quant.py) --------------------
+    # --- quantization (DESIGN §5; the logic lives in engine/quant/) --------------------
     @property
     def is_quantized(self):
         """True for a tensor made by ``quantize`` (its dtype is a ``QFloat``)."""
@@ -89,7 +83,6 @@ class Tensor:
         their elements); for a quantized tensor its integer values (int8 or packed words),
         scales not counted (``t.quantization_scales().nbytes`` gives those)."""
         if self._dtype.quantized:
-            from . import quant
             return quant.nbytes(self)
         return self.numel() * self._dtype.itemsize
 
@@ -105,14 +98,12 @@ class Tensor:
         >>> q.quantized_values()
         tensor([-127,  -71,    0,   35], dtype=int8)
         """
-        from . import quant
         return quant.quantize(self, scheme, scales)
 
     def dequantize(self):
         """The float32 values ``scale * q`` of a quantized tensor (other tensors: unchanged)."""
         if not self._dtype.quantized:
             return self
-        from . import quant
         return quant.dequantize(self)
 
     def quantization_scales(self):
@@ -122,12 +113,10 @@ class Tensor:
         >>> ember.ones((4, 40)).quantize(s).quantization_scales().shape
         (4, 3)
         """
-        from . import quant
         return quant.scales_of(_check_quantized("quantization_scales", self))
 
     def quantized_values(self):
         """The integer values as an int8 tensor of this tensor's shape (unpacked if packed)."""
-        from . import quant
         return quant.values_of(_check_quantized("quantized_values", self))
     # --- end of quantization ----------------------------------------------------------------
 
@@ -147,14 +136,22 @@ class Tensor:
         return (self[i] for i in range(self._buf.shape[0]))
 
     # --- host interop -----------------------------------------------------------
-    def numpy(self):
-        """The data as a numpy array (zero-copy on the CPU; quantized tensors: dequantized)."""
+    def _host(self, what):
+        """The data as a numpy array: every read of a tensor's values goes through here, and
+        inside a traced ``ember.compile`` step it raises ``CompileError`` naming ``what``."""
+        if recorder() is not None:
+            from .compile import value_read
+            raise value_read(what)
         if self._dtype.quantized:
-            return self.dequantize().numpy()
+            return self.dequantize()._host(what)
         return self._device.backend.execute(Op.TO_HOST, self._data)
 
+    def numpy(self):
+        """The data as a numpy array (zero-copy on the CPU; quantized tensors: dequantized)."""
+        return self._host("numpy()")
+
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
+        a = self._host("np.asarray()")
         if dtype is not None:
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
@@ -163,10 +160,10 @@ class Tensor:
         """The value of a one-element tensor as a Python scalar."""
         if self.numel() != 1:
             raise ValueError(f"item: the tensor has {self.numel()} elements, not 1")
-        return self.numpy().reshape(()).item()
+        return self._host("item()").reshape(()).item()
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._host("tolist()").tolist()
 
     @property
     def __cuda_array_interface__(self):
@@ -176,35 +173,57 @@ class Tensor:
         return self._data.__cuda_array_interface__
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
-                                    ("dl_device", dl_device), ("copy", copy)) if v is not None}
-        return self.numpy().__dlpack__(**kwargs)
+        """DLPack export of the values (zero-copy on the CPU).
+
+        A view with a negative stride (``flip``, ``[::-1]``) is exported as a contiguous copy,
+        or raises ``BufferError`` when ``copy=False``: consumers such as PyTorch abort the
+        interpreter on negative DLPack strides.
+        """
+        a = self._host("__dlpack__()")
+        if a.size > 1 and any(s < 0 for s in a.strides):
+            if copy is False:
+                raise BufferError("__dlpack__: a view with negative strides cannot be exported "
+                                  "without a copy (copy=False was asked)")
+            a = np.ascontiguousarray(a)
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return a.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        return self.numpy().__dlpack_device__()
+        return self._host("__dlpack_device__()").__dlpack_device__()
 
     def __bool__(self):
         if self.numel() != 1:
             raise ValueError("the truth value of a tensor with more than one element is ambiguous; "
                              "use .any() or .all()")
-        return bool(self.item())
+        return bool(self._scalar("bool()"))
 
     def __float__(self):
-        return float(self.item())
-
-    def __int__(self):
-        return int(self.item())
+        return float(self._scalar("float()"))
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._scalar("complex()"))
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def _scalar(self, what):
+        if self.numel() != 1:
+            raise ValueError(f"{what}: the tensor has {self.numel()} elements, not 1")
+        return self._host(what).reshape(()).item()
 
     def __index__(self):
         if self._dtype.kind is not dt.Int or self.numel() != 1:
             raise TypeError("only one-element Int tensors can be used as an index")
-        return int(self.item())
+        return int(self._scalar("__index__()"))
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        body = np.array2string(self._host("repr()"), separator=", ", prefix="tensor(")
         extra = f", dtype={self._dtype.name}"
         if self._device.type != "cpu":
             extra += f", device={self._device}"
@@ -231,22 +250,20 @@ class Tensor:
         return array_api._namespace(api_version)
 
     def to(self, device):
-        device = dispatch.parse_device(device)
+        device = parse_device(device)
         if device == self._device:
             return self
         if self._dtype.quantized:
-            from . import quant
             return quant.to_device(self, device)
-        host = self.numpy()
-        return dispatch.wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
+        host = self._device.backend.execute(Op.TO_HOST, self._data)   # (a launch, not a read)
+        return wrap(device.backend.execute(Op.FROM_HOST, host), device, self._dtype)
 
     def clone(self):
         """A copy with its own storage; a tracked clone shares the original's node and steps."""
         if self._dtype.quantized:
-            from . import quant
             return quant.clone(self)
         data = self._device.backend.execute(Op.CAST, self._data, shape=self.shape, dtype=self._dtype)
-        return dispatch.wrap(data, self._device, self._dtype, self._node)
+        return wrap(data, self._device, self._dtype, self._node)
 
     # --- autodiff (DESIGN §4) -------------------------------------------------------
     def is_autodiff(self):
@@ -257,7 +274,7 @@ class Tensor:
         """The same tensor with autodiff enabled (idempotent; marks nothing)."""
         if self._device._autodiff:
             return self
-        return dispatch.wrap(self._buf, self._device.autodiff(), self._dtype)
+        return wrap(self._buf, self._device.autodiff(), self._dtype)
 
     @staticmethod
     def from_inner(t):
@@ -268,7 +285,7 @@ class Tensor:
         """The same values without autodiff and without any graph reference (idempotent)."""
         if not self._device._autodiff and self._node is None:
             return self
-        return dispatch.wrap(self._buf, self._device.base(), self._dtype)
+        return wrap(self._buf, self._device.base(), self._dtype)
 
     inner = without_autodiff
 
@@ -281,29 +298,32 @@ class Tensor:
         if not self._device._autodiff:
             raise ValueError("with_gradient_checkpointing_strategy: the tensor is not autodiff-enabled; "
                              "call .autodiff() first")
-        return dispatch.wrap(self._buf, self._device.gradient_checkpointing(strategy), self._dtype,
+        return wrap(self._buf, self._device.gradient_checkpointing(strategy), self._dtype,
                              self._node)
 
     def require_grad(self):
-        """This float leaf, marked so that backward keeps its gradient: ``w = w.require_grad()``."""
+        """This float (or complex) leaf, marked so that backward keeps its gradient:
+        ``w = w.require_grad()``.  A complex leaf's gradient follows PyTorch: for a real loss
+        ``L`` of ``z = x + iy`` it is ``dL/dx + i dL/dy``."""
         return self.set_require_grad(True)
 
     def set_require_grad(self, flag):
         """Mark (``True``) or unmark (``False``: a fresh untracked leaf) this leaf."""
         if not self._device._autodiff:
             return self
-        if self._dtype.kind is not dt.Float or self.is_quantized:
-            raise TypeError(f"require_grad: only Float tensors take gradients, got {self._dtype.name}")
+        if not dt.differentiable(self._dtype):
+            raise TypeError("require_grad: only Float and Complex tensors take gradients, got "
+                            f"{self._dtype.name}")
         node = self._node
         if not flag:
-            return self if node is None else dispatch.wrap(self._buf, self._device, self._dtype)
+            return self if node is None else wrap(self._buf, self._device, self._dtype)
         if node is not None:
             if node.leaf:
                 return self
             raise ValueError("require_grad: only leaves can be marked; this tensor is the output of "
                              f"{dispatch.op_name(node.op)} on a tracked tensor (use detach() first)")
         from ember.autograd import graph
-        return dispatch.wrap(self._buf, self._device, self._dtype, graph.leaf(self.shape))
+        return wrap(self._buf, self._device, self._dtype, graph.leaf(self.shape))
 
     def is_require_grad(self):
         """True only for marked leaves."""
@@ -317,12 +337,12 @@ class Tensor:
         """A new lineage with the same values; a marked leaf stays marked, under a new identity."""
         node = self._node
         if node is None:
-            return dispatch.wrap(self._buf, self._device, self._dtype)
+            return wrap(self._buf, self._device, self._dtype)
         if node.leaf:
             from ember.autograd import graph
-            return dispatch.wrap(self._buf, self._device, self._dtype,
+            return wrap(self._buf, self._device, self._dtype,
                                  graph.leaf(self.shape, node.distributed))
-        return dispatch.wrap(self._buf, self._device, self._dtype)
+        return wrap(self._buf, self._device, self._dtype)
 
     def set_distributed(self, flag=True):
         """This float leaf, marked so that backward all-reduces its gradient across processes.
@@ -358,7 +378,8 @@ class Tensor:
 
     def _grad_key(self):
         node = self._node
-        if not self._device._autodiff or node is None or not node.leaf or self._dtype.kind is not dt.Float:
+        if (not self._device._autodiff or node is None or not node.leaf
+                or not dt.differentiable(self._dtype)):
             return None
         return node
 
@@ -426,14 +447,17 @@ class Tensor:
         return elementwise(Op.MOD, other, self)
 
     def pow(self, exponent):
-        """``self ** exponent`` for a tensor or scalar exponent."""
-        if self._dtype.kind is dt.Int and isinstance(exponent, numbers.Integral) and exponent < 0:
-            raise ValueError("pow: integer tensors cannot be raised to negative integer powers")
+        """``self ** exponent`` for a tensor or scalar exponent.
+
+        Integer powers wrap like numpy's; a negative integer exponent raises ``ValueError``.
+        """
+        _check_int_power(self, exponent)
         return elementwise(Op.POW, self, exponent)
 
     __pow__ = pow
 
     def __rpow__(self, other):
+        _check_int_power(other, self)
         return elementwise(Op.POW, other, self)
 
     def __neg__(self):
@@ -442,7 +466,7 @@ class Tensor:
     def __pos__(self):
         # a new tensor object on the same storage: with ``__setitem__`` rebinding tensors,
         # ``+x`` must not be ``x`` itself (numpy's ``+x`` is a copy)
-        return dispatch.wrap(self._buf, self._device, self._dtype, self._node)
+        return make(type(self), self._buf, self._device, self._dtype, self._node)
 
     def __abs__(self):
         return elementwise(Op.ABS, self)
@@ -470,8 +494,11 @@ class Tensor:
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
         if self._dtype.kind is dt.Int:
+            # a bound beyond the dtype's range on its own side bounds nothing (numpy.clip);
+            # one beyond the other side is not representable and raises in dispatch
             info = np.iinfo(self._dtype.np)
-            lo, hi = (info.min if min is None else min), (info.max if max is None else max)
+            lo = info.min if min is None or (_is_int_scalar(min) and min < info.min) else min
+            hi = info.max if max is None or (_is_int_scalar(max) and max > info.max) else max
         else:
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
@@ -514,8 +541,10 @@ class Tensor:
 
     def all_close(self, other, rtol=1e-5, atol=1e-8):
         """True when ``|self - other| <= atol + rtol * |other|`` everywhere (NaN never matches)."""
-        diff = (self.cast(dt.float64) - other).abs()
-        bound = (other.cast(dt.float64).abs() if _is_tensor(other) else abs(other)) * rtol + atol
+        wide = dt.complex128 if self._dtype.kind is dt.Complex or (
+            _is_tensor(other) and other._dtype.kind is dt.Complex) else dt.float64
+        diff = (self.cast(wide) - other).abs()
+        bound = (other.cast(wide).abs() if _is_tensor(other) else abs(other)) * rtol + atol
         return bool((diff <= bound).all().item())
 
     allclose = all_close
@@ -630,13 +659,58 @@ class Tensor:
         return elementwise(Op.TRUNC, self)
 
     def is_nan(self):
+        """True where the value is NaN (complex: either part)."""
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_nan() | self.imag.is_nan()
         return elementwise(Op.ISNAN, self)
 
     def is_inf(self):
+        """True where the value is infinite (complex: either part, as numpy)."""
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_inf() | self.imag.is_inf()
         return elementwise(Op.ISINF, self)
 
     def is_finite(self):
+        if self._dtype.kind is dt.Complex:
+            return self.real.is_finite() & self.imag.is_finite()
         return elementwise(Op.ISFINITE, self)
+
+    # --- complex numbers -------------------------------------------------------------
+    @property
+    def real(self):
+        """The real part: a float tensor for a complex one, the tensor itself otherwise.
+
+        >>> ember.tensor([1 + 2j, 3 - 1j]).real
+        tensor([1., 3.], dtype=float32)
+        """
+        if self._dtype.kind is not dt.Complex:
+            return self
+        return elementwise(Op.REAL, self)
+
+    @property
+    def imag(self):
+        """The imaginary part: a float tensor for a complex one, zeros of this dtype otherwise
+        (numpy)."""
+        if self._dtype.kind is not dt.Complex:
+            from .creation import zeros_like
+            return zeros_like(self)
+        return elementwise(Op.IMAG, self)
+
+    def conj(self):
+        """The complex conjugate (a real tensor is its own).
+
+        >>> ember.tensor([1 + 2j]).conj()
+        tensor([1.-2.j], dtype=complex64)
+        """
+        if self._dtype.kind is not dt.Complex:
+            return self
+        return elementwise(Op.CONJ, self)
+
+    conjugate = conj
+
+    def angle(self):
+        """The argument ``atan2(imag, real)`` in radians, a real tensor (0 or pi for reals)."""
+        return elementwise(Op.ANGLE, self)
 
     isnan = is_nan
     isinf = is_inf
@@ -749,21 +823,34 @@ class Tensor:
     def mean(self, dim=None, keepdim=False):
         """Mean over ``dim``; integer tensors give float64 (numpy)."""
         dispatch.check_kind("mean", Op.SUM, self)
-        x = self if self._dtype.kind is dt.Float else self.cast(dt.float64)
+        kind = self._dtype.kind
+        x = self if kind is dt.Float or kind is dt.Complex else self.cast(dt.float64)
         axes = normalize_dims("mean", dim, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         return x.sum(dim, keepdim) / count
 
     def var(self, dim=None, keepdim=False, correction=1):
-        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch)."""
-        _check_float("var", self)
+        """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as PyTorch); of a
+        complex tensor, the real mean of ``|x - mean|**2`` (numpy, PyTorch)."""
+        if self._dtype.kind is not dt.Complex:
+            _check_float("var", self)
         axes = normalize_dims("var", dim, self.ndim)
         count = math.prod(self.shape[a] for a in axes)
         centered = self - self.mean(dim, keepdim=True)
-        return (centered * centered).sum(dim, keepdim) / max(count - correction, 0)
+        if self._dtype.kind is dt.Complex:
+            sq = centered.real * centered.real + centered.imag * centered.imag
+        else:
+            sq = centered * centered
+        return sq.sum(dim, keepdim) / max(count - correction, 0)
 
     def std(self, dim=None, keepdim=False, correction=1):
-        return self.var(dim, keepdim, correction).sqrt()
+        """Standard deviation: ``sqrt(var)``; where it is 0 its gradient is 0 (PyTorch), not
+        the inf * 0 = NaN that sqrt's slope at 0 would give."""
+        v = self.var(dim, keepdim, correction)
+        s = v.sqrt()
+        if s._node is None:
+            return s
+        return s.mask_fill(v == 0, 0)
 
     def argmax(self, dim=None, keepdim=False):
         """Index of the largest value (first one on ties; NaN counts as largest)."""
@@ -959,7 +1046,10 @@ class Tensor:
         self._node = new._node
 
     def narrow(self, dim, start, length):
+        if self.ndim == 0:
+            raise IndexError("narrow: a 0-d tensor has no dim to narrow")
         d = normalize_dim("narrow", dim, self.ndim)
+        start, length = _int_arg("narrow", "start", start), _int_arg("narrow", "length", length)
         n = self.shape[d]
         if start < 0:
             start += n
@@ -969,15 +1059,20 @@ class Tensor:
 
     def split(self, split_size_or_sections, dim=0):
         """Split along ``dim`` into pieces of a given size, or of the listed sizes."""
+        if self.ndim == 0:
+            raise IndexError("split: a 0-d tensor has no dim to split")
         d = normalize_dim("split", dim, self.ndim)
         n = self.shape[d]
-        if isinstance(split_size_or_sections, numbers.Integral):
-            size = int(split_size_or_sections)
+        sections = split_size_or_sections
+        if isinstance(sections, numbers.Integral) and not isinstance(sections, (bool, np.bool_)):
+            size = int(sections)
             if size <= 0:
                 raise ValueError(f"split: split size must be positive, got {size}")
             sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
         else:
-            sizes = list(split_size_or_sections)
+            if not isinstance(sections, (list, tuple)):
+                raise TypeError(f"split: expected a split size (int) or a list of sizes, got {sections!r}")
+            sizes = [_int_arg("split", "a section size", v) for v in sections]
             if sum(sizes) != n or any(s < 0 for s in sizes):
                 raise ValueError(f"split: sections {sizes} do not add up to dim {dim} of size {n}")
         out, start = [], 0
@@ -990,6 +1085,8 @@ class Tensor:
         """Up to ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
         if not isinstance(chunks, numbers.Integral) or chunks <= 0:
             raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        if self.ndim == 0:
+            raise IndexError("chunk: a 0-d tensor has no dim to chunk")
         d = normalize_dim("chunk", dim, self.ndim)
         return self.split(max(1, -(-self.shape[d] // chunks)), d)
 
@@ -1027,12 +1124,17 @@ class Tensor:
         _check_index_tensor("index_select", indices, self)
         if indices.ndim != 1:
             raise ValueError(f"index_select: indices must be 1-D, got shape {indices.shape}")
+        if self.ndim == 0 and indices.shape[0] != 1:
+            raise ValueError(f"index_select: a 0-d tensor takes exactly one index, got {indices.shape[0]}")
+        dispatch.check_index_range("index_select", indices, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.INDEX_SELECT, self, indices, axis=axis)
 
     def gather(self, dim, index):
         """``out[i][j] = self[index[i][j]][j]`` along ``dim`` (PyTorch ``gather``)."""
         axis = normalize_dim("gather", dim, self.ndim)
         _check_index_tensor("gather", index, self)
+        _check_index_shape("gather", index, self, axis)
+        dispatch.check_index_range("gather", index, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.GATHER, self, index, axis=axis)
 
     def scatter(self, dim, index, values, reduce="assign"):
@@ -1041,7 +1143,14 @@ class Tensor:
             raise ValueError(f"scatter: reduce must be 'assign' or 'add', got {reduce!r}")
         axis = normalize_dim("scatter", dim, self.ndim)
         _check_index_tensor("scatter", index, self)
+        _check_index_shape("scatter", index, self, axis)
         v = _as_tensor_like(values, self, "scatter").cast(self._dtype)
+        if v.shape != index.shape:
+            if v.ndim:
+                raise ValueError(f"scatter: values shape {v.shape} must equal index shape "
+                                 f"{index.shape} (or values be a scalar)")
+            v = v.expand(index.shape)
+        dispatch.check_index_range("scatter", index, self.shape[axis] if self.ndim else 1, axis)
         return apply(Op.SCATTER, self, index, v, axis=axis, reduce=reduce)
 
     def mask_where(self, mask, values):
@@ -1062,14 +1171,19 @@ class Tensor:
 
     def argwhere(self):
         """Indices of the non-zero entries as an ``(n, ndim)`` int64 tensor."""
+        if self._dtype.kind is dt.Complex:   # (the kernels test bit patterns of real values)
+            return (self != 0).argwhere()
         return apply(Op.NONZERO, self, dtype=dt.int64)
 
     def one_hot(self, num_classes):
         """Int tensor of class indices -> int64 tensor with a trailing one-hot dim."""
         if self._dtype.kind is not dt.Int:
             raise TypeError(f"one_hot: expected an Int tensor, got {self._dtype.name}")
-        if self.numel() and (self.min().item() < 0 or self.max().item() >= num_classes):
-            raise ValueError(f"one_hot: class values must lie in [0, {num_classes})")
+        num_classes = _int_arg("one_hot", "num_classes", num_classes)
+        if not 0 <= num_classes < 2 ** 63:
+            raise ValueError(f"one_hot: num_classes must be non-negative and fit an int64, got {num_classes}")
+        dispatch.check_index_range("one_hot", self, num_classes, what="class value",
+                                   error=ValueError)
         from .creation import arange
         classes = arange(num_classes, device=self._device)
         return (self.unsqueeze(-1) == classes).cast(dt.int64)
@@ -1088,6 +1202,36 @@ def _check_float(name, t):
         raise TypeError(f"{name}: expected a Float tensor, got {t._dtype.kind.name} ({t._dtype.name})")
 
 
+def _int_arg(name, what, value):
+    """``value`` as an int (any integer type); TypeError naming the op otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name}: {what} must be an int, got {value!r}")
+
+
+def _is_int_scalar(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_int_power(base, exponent):
+    """numpy refuses integer powers with negative exponents (its result would be a fraction)."""
+    for x in (base, exponent):
+        if (x._dtype.kind is dt.Float) if _is_tensor(x) else not isinstance(x, numbers.Integral):
+            return   # a float power
+    shapes = [x.shape for x in (base, exponent) if _is_tensor(x)]
+    if 0 in dispatch.broadcast_shapes("pow", *shapes):
+        return   # nothing is computed (numpy raises per element computed)
+    if _is_tensor(exponent):
+        negative = exponent._dtype.np.kind == "i" and (exponent < 0).any().item()
+    else:
+        negative = exponent < 0
+    if negative:
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+
+
 def _check_quantized(name, t):
     if not t._dtype.quantized:
         raise TypeError(f"{name}: the tensor is not quantized ({t._dtype.name}); use quantize() first")
@@ -1099,6 +1243,19 @@ def _check_index_tensor(name, idx, t):
         raise TypeError(f"{name}: indices must be an Int tensor, got "
                         f"{idx._dtype.name if _is_tensor(idx) else type(idx).__name__}")
     dispatch.same_device(name, [t, idx])
+
+
+def _check_index_shape(name, index, t, axis):
+    """gather and scatter: ``index`` has ``t``'s number of dims and fits ``t`` outside ``axis``."""
+    if t.ndim == 0:
+        return
+    if index.ndim != t.ndim:
+        raise ValueError(f"{name}: index must have as many dims as the tensor: index shape "
+                         f"{index.shape}, tensor shape {t.shape}")
+    for d, (ni, nx) in enumerate(zip(index.shape, t.shape)):
+        if d != axis and ni > nx:
+            raise ValueError(f"{name}: index shape {index.shape} exceeds the tensor's shape "
+                             f"{t.shape} in dim {d} (only dim {axis}, the indexed one, may be larger)")
 
 
 def _check_mask(name, mask, t):
@@ -1124,10 +1281,11 @@ def _as_tensor_like(values, t, name):
 
 def _accumulator(t, dtype):
     """The dtype a sum, product or scan of ``t`` runs in: ``dtype`` when given, else ``t``'s
-    for floats, uint64 for unsigned ints and int64 for signed ints and bools (numpy)."""
+    for floats and complex numbers (a quantized tensor keeps its QFloat dtype: quant.apply
+    reduces it), uint64 for unsigned ints and int64 for signed ints and bools (numpy)."""
     if dtype is not None:
         return dt.as_dtype(dtype)
-    if t._dtype.kind is dt.Float:
+    if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex:
         return t._dtype
     return dt.uint64 if t._dtype.np.kind == "u" else dt.int64
 
@@ -1158,8 +1316,9 @@ def _keep(out, shape, axes):
 def _arg_reduce(op, t, dim, keepdim):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
-    if t.numel() == 0:
-        raise ValueError(f"{name}: cannot reduce an empty tensor (shape {t.shape})")
+    if t.numel() == 0 and (dim is None or t.ndim == 0 or t.shape[normalize_dim(name, dim, t.ndim)] == 0):
+        # an empty reduced dim has no extreme; empty other dims give an empty result (numpy)
+        raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dim {dim})")
     if dim is None:
         out = apply(op, t, axis=None, dtype=dt.int64)
         return out.reshape((1,) * t.ndim) if keepdim else out
@@ -1182,6 +1341,7 @@ def _scan(op, t, dim, dtype=None):
 
 
 def _triangle(t, name, diagonal, lower):
+    diagonal = _int_arg(name, "diagonal", diagonal)
     if t.ndim < 2:
         raise ValueError(f"{name}: expected at least 2 dims, got shape {t.shape}")
     from .creation import arange
@@ -1190,4 +1350,3 @@ def _triangle(t, name, diagonal, lower):
     return (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
 
 
-dispatch._tensor_cls = Tensor

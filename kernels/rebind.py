@@ -32,12 +32,14 @@ def scalar_calls(fn):
 
 
 def variant(op, dtype):
-    """``op`` or its twin for results of ``dtype``: ``exp_f32`` for float32 (computes in float32
-    and vectorises wider), ``floor_int`` for integers (rounding an integer is the identity;
-    ``math.floor`` of an int is not defined on every target)."""
+    """``op``, its float32 twin (``exp_f32``: computes in float32, vectorises wider), its
+    complex form (``exp_c``) or its integer twin (``floordiv_int``: integer semantics that
+    differ from the float ones) for results of ``dtype``."""
     dtype = np.dtype(dtype)
     if dtype == np.float32 and hasattr(scalar, op + "_f32"):
         return op + "_f32"
+    if dtype.kind == "c" and hasattr(scalar, op + "_c"):
+        return op + "_c"
     if dtype.kind in "iu" and hasattr(scalar, op + "_int"):
         return op + "_int"
     return op

@@ -5,7 +5,14 @@ compiles the same function as a device function.  Keep them plain arithmetic
 and ``math`` calls so both targets accept them.  Reductions and scans use the
 binary combiners (``add``, ``mul``, ``maximum``, ``minimum``, ``logical_and``,
 ``logical_or``).
+
+A function named ``<op>_c`` is ``<op>`` for complex results (``exp_c``: ``cmath``
+calls, which Numba supports on the CPU and on CUDA); the builders pick it by the
+result dtype (``rebind.variant``), as they pick the float32 twins ``<op>_f32``.
+Ops without a twin (``add``, ``absolute``, ``eq``, ``where``) take complex values
+as they are.
 """
+import cmath
 import math
 
 import numpy as np
@@ -60,12 +67,33 @@ def floordiv(a, b):
     return a // b
 
 
+def floordiv_int(a, b):
+    # integers (``rebind.variant``): x // 0 is 0 and the minimum // -1 wraps to the minimum,
+    # as numpy; Numba's own int64 division gives 0 there (int8 and int32 already wrapped)
+    return -a if b == -1 else a // b
+
+
 def mod(a, b):
     return a % b
 
 
 def power(a, b):
     return a ** b
+
+
+def power_int(a, b):
+    # integers: exponentiation by squaring, wrapping like numpy's integer power (Numba's
+    # ``**`` gave 0 for negative and INT64_MIN for large exponents).  Negative exponents
+    # never get here: dispatch raises as numpy does; a negative ``b`` would give 1
+    r = a - a + 1
+    base = a
+    e = b
+    while e > 0:
+        if e & 1:
+            r = r * base
+        base = base * base
+        e = e >> 1
+    return r
 
 
 def neg(a):
@@ -81,7 +109,7 @@ def sign(a):
         return 1
     if a < 0:
         return -1
-    return a - a  # ±0 gives +0 (numpy, the array API standard), NaN stays NaN
+    return a - a  # +-0 gives +0 (numpy, the array API standard), NaN stays NaN
 
 
 def maximum(a, b):
@@ -94,9 +122,10 @@ def minimum(a, b):
 
 
 def clamp(a, lo, hi):
-    # min(max(a, lo), hi) as numpy.clip and torch.clamp: hi wins when lo > hi; NaN stays
-    r = lo if a < lo else a
-    return hi if r > hi else r
+    # minimum(maximum(a, lo), hi) as numpy.clip and torch.clamp: hi wins when lo > hi, and a
+    # NaN anywhere (the value or a bound) gives NaN
+    r = a if (a >= lo or a != a) else lo
+    return r if (r <= hi or r != r) else hi
 
 
 def where(c, a, b):
@@ -566,16 +595,18 @@ def _is_integral(a):
     return not (abs(a) < 4503599627370496.0)
 
 
+# rounding keeps the sign of a zero result (IEEE, numpy): ceil(-0.5) and floor(-0.0) are -0.0;
+# every result has the sign of its input, so copysign restores what int -> float loses
 def floor(a):
-    return a if _is_integral(a) else float(math.floor(a))
+    return a if _is_integral(a) else math.copysign(float(math.floor(a)), a)
 
 
 def ceil(a):
-    return a if _is_integral(a) else float(math.ceil(a))
+    return a if _is_integral(a) else math.copysign(float(math.ceil(a)), a)
 
 
 def trunc(a):
-    return a if _is_integral(a) else float(math.trunc(a))
+    return a if _is_integral(a) else math.copysign(float(math.trunc(a)), a)
 
 
 def round_even(a):
@@ -586,7 +617,7 @@ def round_even(a):
     d = a - r
     if d > 0.5 or (d == 0.5 and r % 2 != 0):
         r += 1
-    return r
+    return math.copysign(r, a)   # round(-0.4) is -0.0
 
 
 # integer twins (``rebind.variant`` picks them for Int results): integers are already integral
@@ -637,12 +668,16 @@ def bit_not(a):
     return ~a
 
 
+# Shifts as numpy defines them, not as the CPU masks the count (x86 shifts by b % 64): a
+# count outside [0, 64) gives 0, or -1 for a negative value shifted right.  Narrower types
+# compute in 64 bits and are truncated on store, which gives numpy's answer for counts up
+# to 63 too (1 << 8 is 0 in int8).
 def shl(a, b):
-    return a << b
+    return a << b if (b >= 0) & (b < 64) else a - a
 
 
 def shr(a, b):
-    return a >> b
+    return a >> b if (b >= 0) & (b < 64) else (a - a) - (a < 0)
 
 
 def logical_and(a, b):
@@ -661,6 +696,93 @@ def logical_not(a):
     return not a
 
 
+# --- complex numbers ----------------------------------------------------------------------
+# Numba's own complex division raises ZeroDivisionError on a zero divisor (on the CPU even
+# with error_model="numpy"), so every complex division goes through truediv_c.
+def conj(a):
+    return a.conjugate()
+
+
+def real(a):
+    return a.real
+
+
+def imag(a):
+    return a.imag
+
+
+def angle(a):
+    # (a real ``a`` has imag 0: 0 or pi, as numpy.angle)
+    return math.atan2(a.imag, a.real)
+
+
+def make_complex(a, b):
+    return complex(a, b)
+
+
+def truediv_c(a, b):
+    """a / b by Smith's method (no overflow in |b|**2); a zero divisor gives numpy's inf/NaN."""
+    ar = a.real
+    ai = a.imag
+    br = b.real
+    bi = b.imag
+    abr = abs(br)
+    abi = abs(bi)
+    if abr >= abi:
+        if abr == 0 and abi == 0:
+            return complex(ar / abr, ai / abr)   # numpy: each part divided by |0|
+        r = bi / br
+        d = br + bi * r
+        return complex((ar + ai * r) / d, (ai - ar * r) / d)
+    r = br / bi
+    d = br * r + bi
+    return complex((ar * r + ai) / d, (ai * r - ar) / d)
+
+
+def recip_c(a):
+    return truediv_c(complex(1.0, 0.0), a)
+
+
+def sign_c(a):
+    # z / |z| (numpy 2, torch.sgn); 0 stays 0
+    m = abs(a)
+    if m == 0:
+        return a
+    return complex(a.real / m, a.imag / m)
+
+
+def exp_c(a):
+    return cmath.exp(a)
+
+
+def log_c(a):
+    return cmath.log(a)
+
+
+def sqrt_c(a):
+    return cmath.sqrt(a)
+
+
+def rsqrt_c(a):
+    return truediv_c(complex(1.0, 0.0), cmath.sqrt(a))
+
+
+def sin_c(a):
+    return cmath.sin(a)
+
+
+def cos_c(a):
+    return cmath.cos(a)
+
+
+def tan_c(a):
+    return cmath.tan(a)
+
+
+def tanh_c(a):
+    # tanh(z) = -i tan(iz): Numba's CUDA target has cmath.tan but no cmath.tanh
+    t = cmath.tan(complex(-a.imag, a.real))
+    return complex(t.imag, -t.real)
 # --- the array API standard's elementwise math (DESIGN §13) ---------------------------
 # libm through ``math`` (the CPU and CUDA targets both map these calls to their libm), with
 # the domain edges written out where CPython's ``math`` would raise instead of returning

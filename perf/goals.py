@@ -37,6 +37,24 @@ GOALS = [
     Goal("MLP 784-512-10 b256 f32: forward+backward step",
          "MLP 784-512-10, batch 256, fwd + bwd, vs torch", 1.2, ("torch",)),
     Goal("python -c 'import ember' (a new process)", "python -c \"import ember\"", 0.5, ()),
+    # issue 21: against the best of numpy, scipy (workers=2) and torch
+    Goal("fft 2^20 c64", "fft of 2^20 complex64", 1.1, ("numpy", "scipy", "torch")),
+    Goal("rfft 2^20 f32", "rfft of 2^20 float32", 1.1, ("numpy", "scipy", "torch")),
+    Goal("fft2 2048x2048 c64", "fft2 of 2048x2048 complex64", 1.1, ("numpy", "scipy", "torch")),
+
+    # issue 21 (the linalg suite): numpy.linalg, scipy.linalg and torch.linalg as peers
+    *[Goal(f"{op} 512 f64" + (" (512 right-hand sides)" if op == "solve" else ""),
+           f"linalg.{op}, 512x512 f64", 1.1, ("numpy", "scipy", "torch"))
+      for op in ("cholesky", "solve", "inv", "svd", "eigh", "qr")],
+    Goal("batched solve 10000 x 4x4 f32", "batched solve 10000 x 4x4 f32, vs torch", 1.0, ("torch",)),
+    Goal("batched cholesky 10000 x 4x4 f32", "batched cholesky 10000 x 4x4 f32, vs torch", 1.0,
+         ("torch",)),
+    Goal("GP neg. log marginal likelihood n=1000 f64: value + gradient",
+         "GP marginal likelihood + gradient, n=1000, vs torch", 1.1, ("torch",)),
+    Goal("einsum bij,bjk->bik 64 x 128^3 f64", "einsum bij,bjk->bik vs numpy optimize=True", 1.1,
+         ("numpy",)),
+    Goal("einsum ij,jk,kl->il 1000x100,100x1000,1000x10 f64",
+         "einsum ij,jk,kl->il vs numpy optimize=True", 1.1, ("numpy",)),
 ]
 
 

@@ -7,7 +7,8 @@ Run on a machine with an NVIDIA GPU (no simulator):
 
 Prints one line per benchmark: op, size, median time and effective bandwidth
 (bytes read + written / time), plus the device-to-host and host-to-device copy
-rates, so a later run on the same GPU can be compared by eye.  The pool check
+rates, and the ember.linalg factorisations (cuSOLVER/cuBLAS through nvmath-python:
+``pip install -e ".[cuda]"``), so a later run on the same GPU can be compared by eye.  The pool check
 verifies the caching allocator on real device memory (reuse, live views kept,
 empty_cache) and times an allocating add with and without reuse.
 """
@@ -125,7 +126,58 @@ def bench():
     print(f"{'host -> device':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
     t = _time(lambda: x.numpy(), dev, repeat=5)
     print(f"{'device -> host':28s} {t * 1e3:9.3f} ms  {n * item / t / 1e9:8.1f} GB/s")
+    fft_bench(dev)
     print("allocator:", dev.backend.memory_stats())
+    linalg_bench(dev)
+
+
+def linalg_bench(dev, n=1024):
+    """cuSOLVER / cuBLAS through ember.linalg (nvmath-python), float64, one matrix; a result
+    checked against numpy on the host."""
+    import numpy as np
+
+    import ember
+    la = ember.linalg
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n))
+    spd = a @ a.T + n * np.eye(n)
+    ta, ts = ember.tensor(a, dtype=ember.float64, device=dev), ember.tensor(spd, dtype=ember.float64, device=dev)
+    b = ember.tensor(rng.standard_normal((n, 64)), dtype=ember.float64, device=dev)
+    err = np.abs(la.cholesky(ts).numpy() - np.linalg.cholesky(spd)).max()
+    print(f"linalg: cholesky {n} f64 max |ember - numpy| = {err:.2e}")
+    cases = [("cholesky", lambda: la.cholesky(ts)), ("solve (64 rhs)", lambda: la.solve(ta, b)),
+             ("solve_triangular", lambda: la.solve_triangular(ts, b, upper=False)),
+             ("inv", lambda: la.inv(ta)), ("slogdet", lambda: la.slogdet(ta)),
+             ("eigh", lambda: la.eigh(ts)), ("svd", lambda: la.svd(ta)), ("qr", lambda: la.qr(ta))]
+    for name, fn in cases:
+        t = _time(fn, dev, repeat=5)
+        print(f"{'linalg.' + name + f' {n} f64':28s} {t * 1e3:9.3f} ms")
+
+
+def fft_bench(dev):
+    """ember.fft on the GPU (cuFFT through nvmath-python, or the host path without it)."""
+    import numpy as np
+
+    import ember
+    import ember.fft
+    try:
+        import nvmath.bindings.cufft  # noqa: F401
+        how = "cuFFT (nvmath-python)"
+    except ImportError:
+        how = "host stand-in: install ember[cuda] for cuFFT"
+    rng = np.random.default_rng(0)
+    c = ember.tensor((rng.standard_normal(1 << 20) + 1j * rng.standard_normal(1 << 20))
+                     .astype(np.complex64), device=dev)
+    r = ember.tensor(rng.standard_normal(1 << 20).astype(np.float32), device=dev)
+    m = ember.tensor((rng.standard_normal((2048, 2048)) + 0j).astype(np.complex64), device=dev)
+    want = np.fft.fft(c.numpy())
+    err = np.abs(ember.fft.fft(c).numpy() - want).max() / np.abs(want).max()
+    print(f"fft: {how}; fft 2^20 c64 relative error {err:.1e}")
+    for name, fn, nbytes in [("fft 2^20 c64", lambda: ember.fft.fft(c), 2 * 8 << 20),
+                             ("rfft 2^20 f32", lambda: ember.fft.rfft(r), 12 << 20),
+                             ("fft2 2048^2 c64", lambda: ember.fft.fft2(m), 2 * 8 * 2048 * 2048)]:
+        t = _time(fn, dev)
+        print(f"{name:28s} {t * 1e3:9.3f} ms  {nbytes / t / 1e9:8.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -78,9 +78,12 @@ def table(doc):
     """The rows of one results file as a text table, then the reasons of non-ok rows."""
     rows = doc["rows"]
     show_torch = any("torch" in r["results"] for r in rows)
+    show_scipy = any("scipy" in r["results"] for r in rows)
     head = ["benchmark", "ember", "spread", "numpy", "vs numpy", "numpy out=", "1st call"]
     if show_torch:
         head += ["torch", "vs torch"]
+    if show_scipy:
+        head += ["scipy", "vs scipy"]
     lines, suites = [], []
     for r in rows:
         status = r["status"]
@@ -91,6 +94,8 @@ def table(doc):
                  format_seconds(r.get("first_call_s"))]
         if show_torch:
             cells += [format_value(median(r, "torch"), r["unit"]), format_ratio(speedup(r, "torch"))]
+        if show_scipy:
+            cells += [format_value(median(r, "scipy"), r["unit"]), format_ratio(speedup(r, "scipy"))]
         lines.append(cells)
         suites.append(r["suite"])
     out, fmt = align(head, lines)

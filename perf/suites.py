@@ -11,7 +11,12 @@ of them.
 Suites: elementwise, reductions, matmul, softmax (ops against numpy and PyTorch), autodiff
 (cost per recorded node and of backward on small tensors; an MLP training step),
 checkpointing (memory kept by the graph and backward time, NONE against BALANCED),
-quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process) and cuda (a few ops
+quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process),
+fft (ember.fft against numpy.fft, scipy.fft with workers=2 and torch.fft) and cuda (a few ops
+
+quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process), linalg
+(factorisations, small batches, a GP likelihood and einsum against numpy/SciPy/PyTorch:
+perf/linalg_suite.py) and cuda (a few ops
 on the GPU).  A suite whose feature or
 device does not exist reports its rows as ``unavailable``, with the reason.
 """
@@ -30,7 +35,9 @@ from ember.benchmark import Timer, summarize
 from perf.timing import benchmark_blocks
 
 SUITES = ("elementwise", "reductions", "matmul", "softmax", "autodiff", "checkpointing",
-          "quantized", "startup", "cuda")
+          "quantized", "startup", "fft", "cuda")
+
+          "quantized", "startup", "linalg", "cuda")
 TOLERANCE = 1e-3  # largest |ember - numpy| / max|numpy| before a row is flagged as a mismatch
 
 
@@ -75,8 +82,10 @@ def failed_rows(case, status, reason):
 
 def relative_error(result, reference):
     """max |result - reference| / max |reference|; inf for a shape mismatch or a NaN."""
-    result = np.asarray(result, np.float64)
-    reference = np.asarray(reference, np.float64)
+    result, reference = np.asarray(result), np.asarray(reference)
+    wide = np.complex128 if np.iscomplexobj(result) or np.iscomplexobj(reference) else np.float64
+    result = result.astype(wide)
+    reference = reference.astype(wide)
     if result.shape != reference.shape:
         return np.inf
     scale = max(np.abs(reference).max(initial=0.0), 1e-30)
@@ -134,6 +143,7 @@ class Op(NamedTuple):
     numpy: Callable                      # (*numpy arrays) -> result
     torch: Optional[Callable] = None     # (*torch tensors) -> result
     numpy_out: Optional[Callable] = None  # (*numpy arrays, out) -> writes into out
+    others: Optional[dict] = None        # more peers: library name -> (*numpy arrays) -> result
 
 
 def randn(*shape, seed=0):
@@ -184,6 +194,33 @@ ADD = Op("add", None, add, add, add, lambda a, b, out: np.add(a, b, out=out))
 EXP = Op("exp", None, lambda a: a.exp(), np.exp, lambda a: a.exp(), lambda a, out: np.exp(a, out=out))
 
 
+def crandn(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape, dtype=np.float32)
+            + 1j * rng.standard_normal(shape, dtype=np.float32)).astype(np.complex64)
+
+
+def scipy_fft(name):
+    """SciPy's ``name`` with two workers (issue 21's peer), imported when first called."""
+    def run(a):
+        import scipy.fft
+        return getattr(scipy.fft, name)(a, workers=2)
+    return run
+
+
+def torch_fft(name):
+    def run(t):
+        import torch
+        return getattr(torch.fft, name)(t)
+    return run
+
+
+def fft_op(name, label, setup):
+    import ember.fft
+    return Op(label, setup, getattr(ember.fft, name), getattr(np.fft, name), torch_fft(name),
+              others={"scipy": scipy_fft(name)})
+
+
 def numpy_fused_out(a, b, c, out):
     np.multiply(a, b, out=out)
     np.add(out, c, out=out)
@@ -227,6 +264,11 @@ OPS = {
         Op("softmax 4096x1024 dim=-1", one(4096, 1024), lambda x: x.softmax(-1), numpy_softmax,
            lambda x: x.softmax(-1)),
     ],
+    "fft": [
+        fft_op("fft", "fft 2^20 c64", lambda: (crandn(M),)),
+        fft_op("rfft", "rfft 2^20 f32", one(M)),
+        fft_op("fft2", "fft2 2048x2048 c64", lambda: (crandn(2048, 2048),)),
+    ],
 }
 CUDA_OPS = ["add 16M f32", "exp 16M f32", f"sum dim=1 {N}x{N}", "matmul 1024 f32",
             "softmax 4096x1024 dim=-1"]
@@ -244,6 +286,13 @@ def run_op(op, suite, name, s, device):
     if tdev is not None and op.torch is not None:
         targs = tuple(s.torch.from_numpy(a).to(tdev) for a in arrays)
         fns["torch"] = torch_fn(s, tdev, lambda: op.torch(*targs))
+    if device.type == "cpu":
+        for lib, fn in (op.others or {}).items():
+            try:
+                fn(*arrays)
+            except ImportError:   # an optional peer that is not installed
+                continue
+            fns[lib] = lambda fn=fn: fn(*arrays)
     row = make_row(suite, name)
     try:
         tensors = tuple(to_device(a, device) for a in arrays)
@@ -617,6 +666,11 @@ def cases(suites, device="cpu"):
             out.append(Case(suite, CK_NAMES, run_checkpointing))
         elif suite == "startup":
             out.append(Case(suite, [IMPORT], run_startup))
+        elif suite == "linalg":   # perf/linalg_suite.py
+            from perf import linalg_suite as la
+            out += [Case(suite, [op.name], lambda st, dev, op=op: la.run_linalg_op(op, st, dev))
+                    for op in la.OPS]
+            out.append(Case(suite, [la.GP], la.run_gp))
         elif suite == "quantized":
             out += [Case(suite, [qm_name(rows, k, label) for label, _, _ in QM_SCHEMES],
                          lambda st, dev, rows=rows, k=k: run_qmatmul(st, dev, rows, k))

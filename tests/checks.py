@@ -14,7 +14,8 @@ import numpy as np
 import ember
 
 # Tolerances used when a test does not give its own: one IEEE operation or so.
-DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12}
+DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12,
+                np.dtype(np.complex64): 1e-6, np.dtype(np.complex128): 1e-12}
 
 
 def ember_dtype(name):
@@ -22,20 +23,36 @@ def ember_dtype(name):
     return ember.bool_ if name in ("bool", "bool_") else getattr(ember, name)
 
 
+def _table_device():
+    """The device the declarative tables run on in this process: CUDA on Numba's simulator
+    (``NUMBA_ENABLE_CUDASIM=1``: the CUDA tier of ``make test``), else the CPU."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return ember.Device.cuda()
+    return ember.Device.cpu()
+
+
+# One table, every device: tests marked ``devices`` build their tensors with ``as_tensor`` on
+# this device, and the CUDA tier runs exactly those tests (``pytest -m devices``).
+DEVICE = _table_device()
+
+
 def as_tensor(a):
-    """An Ember tensor holding numpy array ``a`` (zero-copy, keeps shape, dtype and strides).
+    """An Ember tensor holding numpy array ``a`` on the table device (on the CPU zero-copy,
+    keeping shape, dtype and strides).
 
     ``from_numpy`` rather than ``ember.tensor`` so that a bug in one creation path does not
     mask every op test (``ember.tensor`` itself is tested in test_tensor_api.py).
     """
-    return ember.from_numpy(np.asarray(a))
+    t = ember.from_numpy(np.asarray(a))
+    return t if DEVICE.type == "cpu" else t.to(DEVICE)
 
 
 def check(t, expected, rtol=None, atol=0.0, dtype=None):
     """Assert that Ember tensor ``t`` matches numpy ``expected`` in shape, dtype and values.
 
     ``dtype`` overrides the expected dtype (default: ``expected``'s).  Integers and bools must
-    be equal; floats agree within ``rtol``/``atol`` (NaN matches NaN, infinities must match).
+    be equal; floats and complex numbers agree within ``rtol``/``atol`` (NaN matches NaN,
+    infinities must match).
     """
     assert isinstance(t, ember.Tensor), f"expected an ember.Tensor, got {type(t).__name__}"
     expected = np.asarray(expected)
@@ -46,7 +63,7 @@ def check(t, expected, rtol=None, atol=0.0, dtype=None):
     assert isinstance(got, np.ndarray)
     assert got.dtype == want, f"numpy() dtype {got.dtype} != {want}"
     assert got.shape == expected.shape
-    if want.kind == "f":
+    if want.kind in "fc":
         if rtol is None:
             rtol = DEFAULT_RTOL[want]
         np.testing.assert_allclose(got, expected.astype(want), rtol=rtol, atol=atol,

@@ -20,6 +20,7 @@ import traceback
 import numpy as np
 
 import ember
+from ember.tensor import wrap as tensor_wrap
 import ember.distributed as dist
 
 F64 = ember.float64
@@ -336,8 +337,8 @@ def device_mismatch(n, r):
     other = ember.tensor([3.0, 4.0], dtype=F64, device=dev).set_distributed()
     if r == 0:   # a leaf whose mark says cuda:0 (no CUDA backend exists: forge the mark)
         fake = ember.Device("cuda", 0).autodiff()
-        forged = ember.dispatch.wrap(other._data, fake, other.dtype).set_distributed()
-        other = ember.dispatch.wrap(other._data, dev, other.dtype, forged._node)
+        forged = tensor_wrap(other._data, fake, other.dtype).set_distributed()
+        other = tensor_wrap(other._data, dev, other.dtype, forged._node)
     h = w * w
     loss = h.sum() + other.sum()
     if r == 0:

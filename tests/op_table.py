@@ -28,7 +28,7 @@ KIND_PROBES = ("float32", "int32", "bool")  # one dtype per kind, for "wrong kin
 
 def kind_of(dtype):
     k = np.dtype(dtype).kind
-    return "float" if k == "f" else "bool" if k == "b" else "int"
+    return "float" if k == "f" else "bool" if k == "b" else "complex" if k == "c" else "int"
 
 
 # --- input domains: (rng, shape, numpy dtype) -> array --------------------------------
@@ -224,9 +224,11 @@ class Row:
         return len(self.domain)
 
     def tolerance(self, dtype):
-        if np.dtype(dtype).kind != "f":
+        kind = np.dtype(dtype).kind
+        if kind not in "fc":
             return None
-        return (self.tol or EXACT)[dtype]
+        # a complex dtype takes the tolerance of its parts' dtype
+        return (self.tol or EXACT)[dtype if kind == "f" else REAL_PARTS[dtype]]
 
     def rejected(self):
         if self.rejects is not None:
@@ -382,6 +384,85 @@ def operand_dtypes(row, dtype):
     if row.name == "mask_where":
         return (dtype, "bool", dtype)
     return (dtype,) * row.arity
+
+
+# --- complex numbers (tests/test_complex.py; tests/cuda/test_cuda_complex.py) ---------------
+COMPLEX = ("complex64", "complex128")
+REAL_PARTS = {"complex64": "float32", "complex128": "float64"}
+
+
+def _polar(rng, shape, lo, hi, dtype):
+    r = rng.uniform(lo, hi, shape)
+    return _cast(r * np.exp(1j * rng.uniform(-np.pi, np.pi, shape)), dtype)
+
+
+def d_cplx(rng, shape, dtype):
+    """Real and imaginary parts in [-3, 3)."""
+    return _cast(rng.uniform(-3, 3, shape) + 1j * rng.uniform(-3, 3, shape), dtype)
+
+
+def d_cnonzero(rng, shape, dtype):
+    """|z| in [0.5, 3], any angle: divisors, logs, reciprocals."""
+    return _polar(rng, shape, 0.5, 3.0, dtype)
+
+
+def d_cexp(rng, shape, dtype):
+    return _cast(rng.uniform(-5, 5, shape) + 1j * rng.uniform(-3, 3, shape), dtype)
+
+
+def d_cpow_base(rng, shape, dtype):
+    return _polar(rng, shape, 0.5, 2.0, dtype)
+
+
+def d_cpow_exp(rng, shape, dtype):
+    return _cast(rng.uniform(-2, 2, shape) + 1j * rng.uniform(-1, 1, shape), dtype)
+
+
+def d_cties(rng, shape, dtype):
+    """Parts in {-1, 0, 1}: equal pairs for == and !=."""
+    return _cast(rng.integers(-1, 2, shape) + 1j * rng.integers(-1, 2, shape), dtype)
+
+
+def ref_c(f):
+    """``f`` with the result cast to the input's dtype (numpy gives complex128 for some)."""
+    def ref(*xs):
+        return np.asarray(f(*xs)).astype(np.result_type(*xs))
+    return ref
+
+
+def ref_part(f):
+    """``f`` of complex input, a real result of its parts' dtype (abs, angle, real, imag)."""
+    def ref(x):
+        return np.asarray(f(x)).astype(np.asarray(x).real.dtype)
+    return ref
+
+
+COMPLEX_ROWS = [
+    unary("neg", lambda x: -x, np.negative, COMPLEX, d_cplx),
+    unary("abs", abs, ref_part(np.abs), COMPLEX, d_cplx, T),
+    unary("sign", lambda x: x.sign(), np.sign, COMPLEX, d_cplx, T),
+    unary("exp", lambda x: x.exp(), np.exp, COMPLEX, d_cexp, T),
+    unary("log", lambda x: x.log(), np.log, COMPLEX, d_cnonzero, T),
+    unary("sqrt", lambda x: x.sqrt(), np.sqrt, COMPLEX, d_cplx, T),
+    unary("rsqrt", lambda x: x.rsqrt(), ref_c(lambda x: 1 / np.sqrt(x)), COMPLEX, d_cnonzero, T),
+    unary("recip", lambda x: x.recip(), ref_c(lambda x: 1 / x), COMPLEX, d_cnonzero, T),
+    unary("sin", lambda x: x.sin(), np.sin, COMPLEX, d_cplx, T),
+    unary("cos", lambda x: x.cos(), np.cos, COMPLEX, d_cplx, T),
+    unary("tan", lambda x: x.tan(), np.tan, COMPLEX, d_cplx, T),
+    unary("tanh", lambda x: x.tanh(), np.tanh, COMPLEX, d_cplx, T),
+    unary("conj", lambda x: x.conj(), np.conj, COMPLEX, d_cplx),
+    unary("real", lambda x: x.real, ref_part(np.real), COMPLEX, d_cplx),
+    unary("imag", lambda x: x.imag, ref_part(np.imag), COMPLEX, d_cplx),
+    unary("angle", lambda x: x.angle(), ref_part(np.angle), COMPLEX, d_cplx, T),
+    binary("add", lambda a, b: a + b, np.add, COMPLEX, (d_cplx, d_cplx)),
+    binary("sub", lambda a, b: a - b, np.subtract, COMPLEX, (d_cplx, d_cplx)),
+    binary("mul", lambda a, b: a * b, np.multiply, COMPLEX, (d_cplx, d_cplx)),
+    binary("div", lambda a, b: a / b, np.true_divide, COMPLEX, (d_cplx, d_cnonzero), T),
+    binary("pow", lambda a, b: a ** b, np.power, COMPLEX, (d_cpow_base, d_cpow_exp), T),
+    binary("eq", lambda a, b: a == b, np.equal, COMPLEX, (d_cties, d_cties)),
+    binary("ne", lambda a, b: a != b, np.not_equal, COMPLEX, (d_cties, d_cties)),
+    Row("where", _where, np.where, COMPLEX, (d_bool, d_cplx, d_cplx)),
+]
 
 
 # --- casts: every pair of dtypes ----------------------------------------------------------

@@ -11,7 +11,7 @@ from checks import check
 from ember import fusion
 
 NUMERIC = [xp.int8, xp.int16, xp.int32, xp.int64, xp.uint8, xp.uint16, xp.uint32, xp.uint64,
-           xp.float32, xp.float64]
+           xp.float32, xp.float64, xp.complex64, xp.complex128]
 
 
 @pytest.mark.parametrize("version", [None, "2021.12", "2022.12", "2023.12", "2024.12"])
@@ -31,11 +31,12 @@ def test_inspection():
     info = xp.__array_namespace_info__()
     assert info.capabilities()["boolean indexing"] and info.capabilities()["data-dependent shapes"]
     assert info.default_device() in info.devices()
-    assert info.default_dtypes() == {"real floating": xp.float32, "integral": xp.int64,
-                                     "indexing": xp.int64}
+    assert info.default_dtypes() == {"real floating": xp.float32, "complex floating": xp.complex64,
+                                     "integral": xp.int64, "indexing": xp.int64}
     assert list(info.dtypes(kind="unsigned integer")) == ["uint8", "uint16", "uint32", "uint64"]
     assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float32", "float64"}
-    assert len(info.dtypes()) == 11
+    assert len(info.dtypes()) == 13
+    assert list(info.dtypes(kind="complex floating")) == ["complex64", "complex128"]
     with pytest.raises(ValueError):
         info.dtypes(kind="text")
 
@@ -43,6 +44,10 @@ def test_inspection():
 def test_dtype_functions():
     assert xp.isdtype(xp.uint16, "unsigned integer") and xp.isdtype(xp.int8, ("bool", "integral"))
     assert not xp.isdtype(xp.float32, "integral") and xp.isdtype(xp.float64, xp.float64)
+    assert xp.isdtype(xp.complex64, "complex floating") and xp.isdtype(xp.complex128, "numeric")
+    assert not xp.isdtype(xp.complex64, "real floating")
+    assert xp.result_type(xp.float32, 1j) is xp.complex64
+    assert xp.finfo(xp.complex128).dtype is xp.float64
     assert xp.result_type(xp.int8, xp.uint8) is xp.int16
     assert xp.result_type(xp.asarray([1], dtype=xp.int8), 1000) is xp.int8   # a weak scalar
     assert xp.result_type(xp.float32, 1.5, True) is xp.float32

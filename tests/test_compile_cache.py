@@ -11,7 +11,7 @@ from checks import compiled_in_new_process
 CODE = """
     import numpy as np
     import ember
-    from ember.kernels.cpu.launch import PARALLEL_MIN
+    from ember.backends.cpu.elementwise import PARALLEL_MIN
 
     x = ember.tensor(np.arange(12.0).reshape(3, 4))
     i = ember.tensor([[0, 1], [2, 0], [1, 1]])

@@ -74,6 +74,25 @@ def test_fit_ode_quick():
     assert "recovered:" in out
 
 
+def test_gaussian_process_quick():
+    out = run("gaussian_process.py", "--quick")
+    assert "fits agree" in out and "scipy (L-BFGS-B" in out and "ember (Adam" in out
+
+
+def test_gaussian_process_loss_is_differentiable_and_matches_numpy():
+    gp = load("gaussian_process")
+    x, y = gp.data(12)
+    theta = ember.tensor(gp.START, dtype=ember.float64).autodiff().require_grad()
+    loss = gp.neg_log_marginal_likelihood(theta, ember.tensor(x, dtype=ember.float64),
+                                          ember.tensor(y, dtype=ember.float64))
+    np.testing.assert_allclose(loss.item(), gp.nll_numpy(gp.START, x, y), rtol=1e-10)
+    g = theta.grad(loss.backward()).numpy()
+    eps = 1e-6
+    fd = [(gp.nll_numpy(gp.START + eps * e, x, y) - gp.nll_numpy(gp.START - eps * e, x, y)) / (2 * eps)
+          for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
 def test_numba_interop():
     out = run("numba_interop.py")
     assert "3. zero-copy" in out and "done in" in out

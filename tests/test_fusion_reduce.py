@@ -4,7 +4,7 @@ reductions"; kernels/cpu/fused_reduce.py): results equal the unfused ones bit fo
 Each check runs the same code with fusion on and off and compares values, dtypes and shapes
 exactly (the fused kernel adds in the order ``reduce.fold`` does); ``fusion.stats()`` shows
 what ran and wrote (a fused reduction is a kernel; its root is not an output), and the calls
-of ``fused_reduce.run`` are counted as ``reductions``.
+of ``engine/backends/cpu/fused.py``'s ``run_reduce`` are counted as ``reductions``.
 """
 import numpy as np
 import pytest
@@ -12,6 +12,7 @@ from checks import compiled_in_new_process
 
 import ember
 from ember import fusion
+from ember.backends.cpu import fused as cpu_fused
 from ember.kernels.cpu import fused_reduce
 
 NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED
@@ -21,12 +22,12 @@ NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.B
 def fusion_on(monkeypatch):
     monkeypatch.setattr(fusion, "REDUCE_MIN_SIZE", 1)   # small shapes fuse too: quick tests
     previous = fusion.set_enabled(True)
-    real = fused_reduce.run
+    real = cpu_fused.run_reduce
 
     def counted(*args, **kwargs):
         _RUNS[0] += 1
         return real(*args, **kwargs)
-    monkeypatch.setattr(fused_reduce, "run", counted)
+    monkeypatch.setattr(cpu_fused, "run_reduce", counted)
     yield
     fusion.set_enabled(previous)
 

@@ -10,7 +10,7 @@ import pytest
 
 import ember
 from checks import as_tensor, check
-from ember.kernels.cpu.launch import PARALLEL_MIN
+from ember.backends.cpu.elementwise import PARALLEL_MIN
 
 
 def arange_array(shape, dtype=np.float64):

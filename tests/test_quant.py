@@ -423,7 +423,7 @@ MM_SCHEMES = [QuantScheme(Q.Q8S), QuantScheme(Q.Q8F, [8]), QuantScheme(Q.Q4S, [1
 @pytest.fixture(params=[None, 40], ids=["default tiles", "many tiles"])
 def tiles(request, monkeypatch):
     """The CPU kernel's tile size: the default, and a tiny one (many partial tiles)."""
-    from ember.kernels.cpu import quant
+    from ember.backends.cpu import quant
     if request.param is not None:
         monkeypatch.setattr(quant, "TILE_ELEMENTS", request.param)
 
@@ -471,7 +471,7 @@ def test_quantized_matmul_shapes_and_dtypes(tiles):
 
 
 def test_matmul_does_not_dequantize_the_whole_matrix(monkeypatch, tiles):
-    from ember import quant
+    from ember.quant import storage as quant
     q = ember.tensor(randn(16, 8)).quantize(QuantScheme(Q.Q4S, [8], PACKED))
     x, y = ember.tensor(randn(3, 16)), ember.tensor(randn(16, 2))
 

@@ -15,7 +15,7 @@ import pytest
 
 import ember
 from checks import LAYOUTS, as_tensor, check
-from ember.kernels.cpu.launch import PARALLEL_MIN
+from ember.backends.cpu.elementwise import PARALLEL_MIN
 
 FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")

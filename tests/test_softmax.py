@@ -18,7 +18,7 @@ import ember
 import ember.nn.functional as F
 from checks import LAYOUTS, as_tensor, check, compiled_in_new_process
 from ember.ir import Op
-from ember.kernels.cpu.launch import PARALLEL_MIN
+from ember.backends.cpu.elementwise import PARALLEL_MIN
 
 # tests/autograd is a package named ``autograd`` for pytest, which the repository's own
 # ``autograd/`` folder can shadow: load its helpers by path

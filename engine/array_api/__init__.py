@@ -54,6 +54,7 @@ bool = _dt.bool_
 int8, int16, int32, int64 = _dt.int8, _dt.int16, _dt.int32, _dt.int64
 uint8, uint16, uint32, uint64 = _dt.uint8, _dt.uint16, _dt.uint32, _dt.uint64
 float32, float64 = _dt.float32, _dt.float64
+complex64, complex128 = _dt.complex64, _dt.complex128
 
 
 def _namespace(api_version):
@@ -69,7 +70,7 @@ __all__ = [
     "__array_api_version__", "__array_namespace_info__",
     "e", "inf", "nan", "pi", "newaxis",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64",
+    "float32", "float64", "complex64", "complex128",
     # creation
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
     "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",

@@ -12,6 +12,7 @@ from .. import creation, dispatch
 from .. import dtypes as dt
 from .. import manipulation
 from ..device import parse as parse_device
+from ..storage import make
 from ..tensor import Tensor
 from ._dtypes import _check_array, as_dtype
 
@@ -31,7 +32,7 @@ def _shape(shape, name):
 def _wrap_copy(x):
     # a new array object on the same storage: storage is never written (``__setitem__``
     # rebinds), so this is a copy as far as anyone can observe
-    return dispatch.wrap(x._buf, x._device, x._dtype, x._node)
+    return make(type(x), x._buf, x._device, x._dtype, x._node)
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
@@ -70,8 +71,6 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         elif isinstance(obj, int):
             if not _INT64.min <= obj <= _INT64.max:
                 raise OverflowError(f"asarray: {obj} does not fit the default integer dtype int64")
-        elif isinstance(obj, complex):
-            raise TypeError("asarray: complex values need complex dtypes, which Ember lacks")
     if not isinstance(obj, (np.ndarray, list, tuple, numbers.Number, np.generic)) and _is_buffer(obj):
         obj = np.asarray(obj)
     return creation.tensor(obj, dtype=d, device=dev)
@@ -118,8 +117,6 @@ def empty(shape, *, dtype=None, device=None):
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
-    if isinstance(fill_value, complex):
-        raise TypeError("full: complex values need complex dtypes, which Ember lacks")
     return creation.full(_shape(shape, "full"), fill_value, _opt_dtype(dtype, "full"), device)
 
 
@@ -159,12 +156,15 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``)."""
-    if isinstance(start, complex) or isinstance(stop, complex):
-        raise TypeError("linspace: complex values need complex dtypes, which Ember lacks")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    d = _default_float(dtype, "linspace")
-    values = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.float64)
+    if isinstance(start, complex) or isinstance(stop, complex):
+        d = dt.DEFAULT_COMPLEX if dtype is None else as_dtype(dtype, "linspace")
+        wide = np.complex128
+    else:
+        d = _default_float(dtype, "linspace")
+        wide = np.float64
+    values = np.linspace(start, stop, num, endpoint=endpoint, dtype=wide)
     return creation.tensor(values.astype(d.np), dtype=d, device=device)
 
 

@@ -6,19 +6,21 @@ import numpy as np
 
 from .. import dispatch
 from .. import dtypes as dt
+from ..storage import make
 from ..tensor import Tensor
 
 _SIGNED = (dt.int8, dt.int16, dt.int32, dt.int64)
 _UNSIGNED = (dt.uint8, dt.uint16, dt.uint32, dt.uint64)
 _FLOATS = (dt.float32, dt.float64)
+_COMPLEX = (dt.complex64, dt.complex128)
 KINDS = {
     "bool": (dt.bool_,),
     "signed integer": _SIGNED,
     "unsigned integer": _UNSIGNED,
     "integral": _SIGNED + _UNSIGNED,
     "real floating": _FLOATS,
-    "complex floating": (),
-    "numeric": _SIGNED + _UNSIGNED + _FLOATS,
+    "complex floating": _COMPLEX,
+    "numeric": _SIGNED + _UNSIGNED + _FLOATS + _COMPLEX,
 }
 
 
@@ -47,7 +49,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
     if device is not None:
         out = out.to(device)
     if copy and out is x:
-        out = dispatch.wrap(x._buf, x._device, x._dtype, x._node)
+        out = make(type(x), x._buf, x._device, x._dtype, x._node)
     return out
 
 
@@ -82,10 +84,12 @@ class iinfo_object:
 
 
 def finfo(type, /):
-    """Machine limits of a real floating dtype (or an array of one)."""
+    """Machine limits of a floating dtype (or an array of one); for a complex dtype, those of
+    its real and imaginary parts (``dtype`` is the real one, as the standard says)."""
     d = _dtype_of(type, "finfo")
-    if d.kind is not dt.Float:
+    if d.kind is not dt.Float and d.kind is not dt.Complex:
         raise ValueError(f"finfo: {d.name} is not a floating-point dtype")
+    d = dt.real_of(d)
     f = np.finfo(d.np)
     return finfo_object(int(f.bits), float(f.eps), float(f.max), float(f.min),
                         float(f.smallest_normal), d)
@@ -132,8 +136,6 @@ def result_type(*arrays_and_dtypes):
     for d in dtypes[1:]:
         out = dt.promote(out, d)
     for s in scalars:
-        if isinstance(s, complex):
-            raise TypeError("result_type: complex scalars need complex dtypes, which Ember lacks")
         sd = dt.scalar_dtype(s, out)
         if sd is not out:
             out = dt.promote(out, sd)

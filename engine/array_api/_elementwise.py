@@ -47,9 +47,6 @@ cosh = _unary(Op.COSH, "cosh")
 exp = _unary(Op.EXP, "exp")
 expm1 = _unary(Op.EXPM1, "expm1")
 floor = _unary(Op.FLOOR, "floor")
-isfinite = _unary(Op.ISFINITE, "isfinite")
-isinf = _unary(Op.ISINF, "isinf")
-isnan = _unary(Op.ISNAN, "isnan")
 log = _unary(Op.LOG, "log")
 log1p = _unary(Op.LOG1P, "log1p")
 log2 = _unary(Op.LOG2, "log2")
@@ -125,23 +122,23 @@ def positive(x, /):
     return +x
 
 
-def conj(x, /):
-    """The complex conjugate: real arrays are their own."""
-    _check_array("conj", x)
-    return +x
+def _parts(method, name, doc):
+    # complex arrays test or take their parts (Tensor's methods); real ones give a new array
+    def fn(x, /):
+        _check_array(name, x)
+        out = method(x)
+        return +x if out is x else out
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def real(x, /):
-    """The real part: real arrays are their own."""
-    _check_array("real", x)
-    return +x
-
-
-def imag(x, /):
-    """The imaginary part: zeros for real arrays."""
-    _check_array("imag", x)
-    from .. import creation
-    return creation.full(x.shape, 0, x.dtype, x.device)
+isfinite = _parts(lambda x: x.isfinite(), "isfinite", "True where ``x`` is finite (complex: both parts).")
+isinf = _parts(lambda x: x.isinf(), "isinf", "True where ``x`` is infinite (complex: either part).")
+isnan = _parts(lambda x: x.isnan(), "isnan", "True where ``x`` is NaN (complex: either part).")
+conj = _parts(lambda x: x.conj(), "conj", "The complex conjugate: real arrays are their own.")
+real = _parts(lambda x: x.real, "real", "The real part: real arrays are their own.")
+imag = _parts(lambda x: x.imag, "imag", "The imaginary part: zeros for real arrays.")
 
 
 def clip(x, /, min=None, max=None):

@@ -26,8 +26,8 @@ class Info:
         return out
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": dt.DEFAULT_FLOAT, "integral": dt.DEFAULT_INT,
-                "indexing": dt.int64}
+        return {"real floating": dt.DEFAULT_FLOAT, "complex floating": dt.DEFAULT_COMPLEX,
+                "integral": dt.DEFAULT_INT, "indexing": dt.int64}
 
     def dtypes(self, *, device=None, kind=None):
         if kind is None:

@@ -186,7 +186,7 @@ def tensordot(x1, x2, /, *, axes=2):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """``sum(x1 * x2, axis)`` after broadcasting (real dtypes: no conjugation needed)."""
+    """``sum(conj(x1) * x2, axis)`` after broadcasting."""
     _check_array("vecdot", x1)
     _check_array("vecdot", x2)
     shape = dispatch.broadcast_shapes("vecdot", x1.shape, x2.shape)
@@ -198,6 +198,6 @@ def vecdot(x1, x2, /, *, axis=-1):
         if d < 0 or x.shape[d] != shape[a]:
             raise ValueError(f"vecdot: axis {axis} of shapes {x1.shape} and {x2.shape} must have "
                              f"the same size in both")
-    prod = dispatch.elementwise(Op.MUL, x1, x2)
+    prod = dispatch.elementwise(Op.MUL, x1.conj(), x2)
     return prod.sum(a, dtype=prod.dtype)
 

@@ -1,11 +1,55 @@
-"""Backends execute IR ops (``ember.ir.Op``) on one kind of device.
+"""Backends execute IR ops (``ember.ir.Op``) on one kind of device: the only layer that
+allocates outputs, picks kernels and launches them.
 
-A backend is imported the first time a tensor of its device runs an op, so
-``import ember`` neither imports Numba's CUDA target nor compiles anything.
-The CPU has one backend; CUDA has one per GPU index (its own stream and
-memory pool).
+Each backend is a package laid out the same way (``cpu/``, ``cuda/``): ``__init__`` holds
+the backend class and its op table, and one module per area (``elementwise``, ``reduce``,
+``scan``, ``sort``, ``index``, ``softmax``, ``quant``, ``fused``) plans and launches that
+area's kernels from ``ember.kernels``.  ``shared.py`` holds what both use.  Calls arrive
+validated by the dispatch layer.
+
+A backend is imported the first time a tensor of its device runs an op, so ``import ember``
+neither imports Numba's CUDA target nor compiles anything.  The CPU has one backend; CUDA
+has one per GPU index (its own stream and memory pool).
 """
 _BACKENDS = {}
+# ``ember.compile``'s recorder while it traces a step (``set_recorder``), else None: every
+# launch of every backend is reported to it (``recorder.launch(backend, op, inputs, params,
+# out)``), so the step replays exactly the launches its trace ran
+_recorder = None
+
+
+def set_recorder(recorder):
+    """Install ``recorder`` (None removes it); returns the previous one."""
+    global _recorder
+    previous, _recorder = _recorder, recorder
+    return previous
+
+
+def recorder():
+    """The recorder of the step being traced, or None."""
+    return _recorder
+
+
+class Backend:
+    """What every backend shares: ``execute`` runs an IR op through the backend's op table
+    (``_table``: op -> launcher(op, *inputs, **params)), and reports it while a step is traced."""
+
+    _table = {}
+
+    def execute(self, op, *inputs, **params):
+        """Run IR op ``op`` on storage ``inputs`` with static ``params``."""
+        out = self._table[op](op, *inputs, **params)
+        if _recorder is not None:
+            _recorder.launch(self, op, inputs, params, out)
+        return out
+
+    def elementwise(self, op, inputs, shape, dtype):
+        """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called
+        positionally: dispatch's entry for ops run at once (per-op overhead)."""
+        out = self._elementwise(op, inputs, shape, dtype)
+        if _recorder is not None:
+            _recorder.launch(self, op, inputs, {"shape": shape, "dtype": dtype}, out)
+        return out
 
 
 def get_backend(device_type, index=0):
@@ -24,39 +68,14 @@ def get_backend(device_type, index=0):
     return b
 
 
-def op_table(b):
-    """IR op -> method of backend ``b``: every backend implements the same method names."""
-    from ..ir import ELEMENTWISE, REDUCTIONS, Op
+def loaded_backends():
+    """The backends made so far (``ember.empty_cache`` and ``synchronize`` visit them)."""
+    return list(_BACKENDS.values())
 
-    table = {op: b._elementwise for op in ELEMENTWISE}
-    table.update({op: b._reduction for op in REDUCTIONS})
-    table.update({
-        Op.ARGMAX: b._arg_reduce, Op.ARGMIN: b._arg_reduce,
-        Op.CUMSUM: b._cumulative, Op.CUMPROD: b._cumulative,
-        Op.SOFTMAX: b._softmax, Op.LOG_SOFTMAX: b._softmax,
-        Op.MATMUL: b._matmul, Op.SORT: b._sort_op, Op.TOPK: b._topk,
-        Op.GATHER: b._gather, Op.SCATTER: b._scatter,
-        Op.INDEX_SELECT: b._index_select, Op.NONZERO: b._nonzero,
-        Op.SEARCHSORTED: b._searchsorted,
-        Op.RESHAPE: b._reshape, Op.PERMUTE: b._permute, Op.EXPAND: b._expand,
-        Op.SLICE: b._slice, Op.FLIP: b._flip, Op.CONTIGUOUS: b._contiguous,
-        Op.SLICE_ASSIGN: b._slice_assign, Op.CAT: b._cat,
-        Op.FULL: b._full, Op.ARANGE: b._arange, Op.FROM_HOST: b._from_host,
-        Op.TO_HOST: b._to_host, Op.RANDOM: b._random,
-    })
+
+def check_table(name, table):
+    """``table`` (IR op -> launcher) covers every IR op: both backends implement all of them."""
+    from ..ir import Op
     missing = set(Op) - set(table)
-    assert not missing, f"{type(b).__name__} lacks {missing}"
+    assert not missing, f"{name} lacks {sorted(op.name for op in missing)}"
     return table
-
-
-def cat_shape_and_fill(xs, axis, empty, copy):
-    """``cat`` for any backend: allocate with ``empty(shape)``, copy each piece with ``copy(x, view)``."""
-    shape = list(xs[0].shape)
-    shape[axis] = sum(x.shape[axis] for x in xs)
-    out = empty(tuple(shape))
-    start = 0
-    for x in xs:
-        n = x.shape[axis]
-        copy(x, out[(slice(None),) * axis + (slice(start, start + n),)])
-        start += n
-    return out

@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 
+from .. import dispatch
 from .. import dtypes as dt
 from .. import random as _random
 from ..creation import cat, from_numpy, full
@@ -419,11 +420,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 # --- embedding ----------------------------------------------------------------------------
 def _check_range(name, what, index, size):
-    if index.numel():
-        lo, hi = index.min().item(), index.max().item()
-        if lo < 0 or hi >= size:
-            bad = lo if lo < 0 else hi
-            raise IndexError(f"{name}: {what} {bad} is out of range [0, {size})")
+    dispatch.check_index_range(name, index, size, what=what)
 
 
 def embedding(input, weight, padding_idx=None):
@@ -471,23 +468,19 @@ def _nll(name, logp, target, weight, ignore_index):
     if target.shape != expected:
         raise ValueError(f"{name}: target of shape {target.shape} does not match input of shape "
                          f"{logp.shape} (expected class indices of shape {expected})")
+    # (no branch on the data: the same ops whether or not any target is ignored, so the loss
+    # traces inside ember.compile)
     ignored = target == ignore_index
-    if not ignored.any().item():
-        ignored = None
-    safe = target if ignored is None else target.mask_fill(ignored, 0)
+    safe = target.mask_fill(ignored, 0)
     _check_range(name, "target class", safe, classes)
     loss = -logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
     if weight is not None:
-        picked = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape)
-        if ignored is not None:
-            picked = picked.mask_fill(ignored, 0)
+        picked = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape).mask_fill(ignored, 0)
         loss = loss * picked
         count = picked.sum()
     else:
-        count = safe.numel() - (0 if ignored is None else int(ignored.sum().item()))
-    if ignored is not None:
-        loss = loss.mask_fill(ignored, 0)
-    return loss, count, ignored
+        count = (~ignored).sum().cast(logp.dtype)
+    return loss.mask_fill(ignored, 0), count, ignored
 
 
 def nll_loss(input, target, weight=None, *, ignore_index=-100, reduction="mean"):
@@ -551,9 +544,7 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     if not label_smoothing:
         return loss
     terms = logp if weight is None else logp * weight.reshape(w_shape)
-    smooth = -terms.sum(class_dim)
-    if ignored is not None:
-        smooth = smooth.mask_fill(ignored, 0)
+    smooth = -terms.sum(class_dim).mask_fill(ignored, 0)
     smooth = _reduce(smooth, reduction, count)
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 

@@ -1,13 +1,12 @@
-"""Fused elementwise chains on the CPU: build and launch the generated loops.
+"""Fused elementwise chains on the CPU: build the generated loops.
 
 ``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the per-op
 loops they call (``loop_kernel``: one per scalar op, result dtype and argument kinds, with
 the very compiled scalar function of ``builder.scalar_op`` inlined at Numba level so it
 vectorises, shared by all chains), each compiled lazily as serial and parallel and cached on
-disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  ``run`` picks
-the loop: ``flat`` when every array input is contiguous with the output's shape (one-value
-inputs are scalars), else ``strided`` over merged dims (broadcasting as stride 0, views,
-negative strides).
+disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  The launcher
+(``engine/backends/cpu/fused.py``) picks the loop: ``flat`` when every array input is
+contiguous with the output's shape, else ``strided`` over merged dims.
 """
 import functools
 
@@ -17,7 +16,6 @@ import numpy as np
 from .. import fused
 from ..rebind import specialize
 from .builder import JIT_OPTIONS, _jit, scalar_op
-from .launch import PARALLEL_MIN, merge_dims, operand
 
 
 @functools.cache
@@ -73,53 +71,3 @@ def kernel(key):
     if k is None:
         k = _KERNELS[key] = FusedKernel(key)
     return k
-
-
-def run(k, leaves, kinds, outs, shape):
-    """Write the chain's outputs over ``shape`` into ``outs`` (fresh C-contiguous arrays).
-
-    ``leaves`` are the inputs in key order: numpy arrays broadcastable to ``shape``;
-    those of kind ``"s"`` (one value, maybe broadcast) are passed as scalars.
-    """
-    n = outs[0].size
-    parallel = n >= PARALLEL_MIN
-    flat_outs = outs if len(shape) == 1 else [o.reshape(-1) for o in outs]
-    args = []
-    for x, kind in zip(leaves, kinds):
-        if kind == "s":
-            args.append(x.item(0))
-        elif x.shape == shape and x.flags.c_contiguous:
-            args.append(x if x.ndim == 1 else x.reshape(-1))
-        else:
-            break
-    else:
-        k.get("flat", parallel)(n, *args, *flat_outs)
-        return
-    merged, per_leaf = strided_leaves(leaves, kinds, shape, operand(outs[0])[2])
-    args = []
-    for v, kind in zip(per_leaf, kinds):
-        if kind == "s":
-            args.append(v)
-        else:
-            args += v
-    k.get("strided", parallel)(merged, *args, *flat_outs)
-
-
-def strided_leaves(leaves, kinds, shape, out_strides):
-    """The leaves of a chain over ``shape`` as the strided loops read them: the merged dims
-    (an int64 array) and, per leaf, its (1-D buffer, element offset, int64 strides) for an
-    array input (kind ``"a"``: views, negative strides, broadcasting as stride 0) or its value
-    for a one-value input (``"s"``).  ``out_strides``, the output's element strides, take
-    part in merging dims."""
-    ops = [operand(x if x.shape == shape else np.broadcast_to(x, shape))
-           for x, kind in zip(leaves, kinds) if kind == "a"]
-    merged, strides = merge_dims(shape, [o[2] for o in ops] + [out_strides])
-    it = iter(zip(ops, strides))
-    per_leaf = []
-    for x, kind in zip(leaves, kinds):
-        if kind == "s":
-            per_leaf.append(x.item(0))
-        else:
-            (buf, off, _), st = next(it)
-            per_leaf.append((buf, off, np.array(st, np.int64)))
-    return np.array(merged, np.int64), per_leaf

@@ -21,7 +21,6 @@ elementwise kernel, ``kernels/fused.py``) and ``scratch`` (the task's buffers).
 templates below, named by the key's hash: cached on disk like every kernel.
 """
 import hashlib
-import math
 
 import numba
 import numpy as np
@@ -264,53 +263,3 @@ def kernel(key, op, root_written):
     if k is None:
         k = _KERNELS[key, op, root_written] = FusedReduceKernel(key, op, root_written)
     return k
-
-
-# --- launching -----------------------------------------------------------------------------
-def plan(op, shape, dtype, axes, out_dtype):
-    """(outer, n) when reducing a C-contiguous array of ``shape`` and ``dtype`` over ``axes``
-    with ``op`` runs ``reduce.fold`` once with ``inner == 1`` (what this module fuses), else
-    None: other axes, empty or trivial reductions and dtype conversions keep the plain path."""
-    if op not in OPS or not axes:
-        return None
-    dtype = np.dtype(dtype)
-    out_dtype = np.dtype(out_dtype)
-    if out_dtype.kind == "b" or dtype not in _reduce._DTYPES or out_dtype not in _reduce._DTYPES:
-        return None
-    if not (dtype == out_dtype or (op in ("add", "mul") and np.can_cast(dtype, out_dtype, "safe"))):
-        return None
-    lo, hi = min(axes), max(axes) + 1
-    if hi != len(shape) or hi - lo != len(set(axes)):
-        return None
-    n = math.prod(shape[lo:])
-    outer = math.prod(shape[:lo])
-    if n < 2 or outer == 0:
-        return None
-    return outer, n
-
-
-def run(key, op, leaves, kinds, outs, root_out, shape, root_dtype, out_dtype, outer, n):
-    """Reduce the chain ``key`` over ``shape`` with ``op`` as ``plan`` found: returns the
-    ``(outer,)`` result of ``out_dtype``; writes the held nodes into ``outs`` (fresh
-    C-contiguous arrays of ``shape``) and the root into ``root_out`` unless it is None."""
-    init = _reduce._identity(op, np.dtype(out_dtype))
-    # reduce's own choice of tasks, chunks and lanes for the root it would have read
-    parallel, ob, nsplit, winit, flush, rows, pack = _reduce.fold_params(
-        op, np.dtype(root_dtype), init, outer, n, 1)
-    # reduce._run_fold starts a parallel full reduction's chunks on a cache line of the array
-    # it reads: the unfused root, a fresh array big enough to be cache-line aligned
-    # (engine/memory.py ALIGN), so its chunks start at element 0, as here
-    skip = 0
-    written = outs if root_out is None else [*outs, root_out]
-    flat_outs = tuple(o.reshape(-1) for o in written)
-    c_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]   # the root's, C order
-    merged, per_leaf = cpu_fused.strided_leaves(leaves, kinds, shape, c_strides)
-    arrays = [v for v, kind in zip(per_leaf, kinds) if kind == "a"]
-    ins, offs, strs = zip(*arrays) if arrays else ((), (), ())
-    ks = tuple(v for v, kind in zip(per_leaf, kinds) if kind == "s")
-    out = np.empty(outer, init.dtype)
-    part = np.empty(outer * nsplit if nsplit > 1 else 0, winit.dtype)
-    k = kernel(key, op, root_out is not None).get(parallel)
-    k(skip, part, out, init, winit, outer, n - skip, ob, nsplit, rows, pack, flush,
-      merged, ins, offs, strs, ks, flat_outs)
-    return out

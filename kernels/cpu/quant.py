@@ -19,8 +19,7 @@ Packing (PACKED_U32).  A row of ``C`` values becomes ``ceil(C / PER)`` uint32 wo
 On a little-endian machine that is also "value ``c`` in field ``c % VPB`` of byte ``c // VPB``",
 which is how the CPU kernels read and write them (bytes vectorise better than words).
 
-The launchers at the end take numpy arrays and return new ones; they never raise for bad
-data, they report it (``finite``) and leave the message to ``ember.quant``.
+Launched by ``engine/backends/cpu/quant.py``.
 """
 import functools
 
@@ -29,7 +28,6 @@ from numba import njit, prange
 
 from ..rebind import specialize
 from .builder import JIT_OPTIONS, Kernel
-from .launch import PARALLEL_MIN
 
 FLT_MIN = np.float32(np.finfo(np.float32).tiny)  # the scale of a zero range (never a division by 0)
 RNE_MAGIC = 4503599627370496.0                   # 2**52: (a + M) - M rounds 0 <= a < 2**51 to even
@@ -81,6 +79,11 @@ def unpack_value(word, shift, bits):
     return np.int8(np.int8((word >> shift) << (8 - bits)) >> (8 - bits))
 
 
+def words_per_row(C, bits):
+    """uint32 words a packed row of ``C`` ``bits``-bit values takes."""
+    return -(-C // (32 // bits))
+
+
 SCALARS = {"SCALE": scale_of, "QUANTIZE": quantize_value, "DEQUANTIZE": dequantize_value,
            "PACK": pack_value, "UNPACK": unpack_value}
 
@@ -111,10 +114,6 @@ class _QuantKernel(Kernel):
 def kernel(template, bits=0):
     """The compiled template (``.serial`` / ``.parallel``), disk-cached like every Ember kernel."""
     return _QuantKernel(template, bits)
-
-
-def _pick(k, n):
-    return k.parallel if n >= PARALLEL_MIN else k.serial
 
 
 # --------------------------------------------------------------------------
@@ -280,152 +279,3 @@ def unpack_rows(data, out):
                 dst[b * VPB + k] = UNPACK(x, k * BITS, BITS)
         for j in range(body, c1):
             out[r, j] = UNPACK(data[r, j // VPB], (j % VPB) * BITS, BITS)
-
-
-# --------------------------------------------------------------------------
-# launchers (numpy arrays in, numpy arrays out)
-
-
-def _bits(x):
-    """``x`` viewed as integers of its width, the mask of |x| and the bits of +inf."""
-    if x.dtype == np.float32:
-        return x.view(np.int32), np.int32(0x7FFFFFFF), 0x7F800000
-    return x.view(np.int64), np.int64(0x7FFFFFFFFFFFFFFF), 0x7FF0000000000000
-
-
-def calibrate(x, bm, bn, half):
-    """Min-max scales of C-contiguous ``(L, R, C)`` float ``x`` over ``(bm, bn)`` blocks.
-
-    Returns ``(scales, finite)``: float32 ``(L, GR, GC)`` scales and False when ``x`` holds NaN
-    or inf (the scales are then meaningless).
-    """
-    L, R, C = x.shape
-    GR, GC = -(-R // bm), -(-C // bn)
-    bits, absmask, inf = _bits(x)
-    half = np.float32(half)
-    if L == 1 and bm >= R and bn >= C:   # one scale (also when empty): a flat reduction
-        flat = bits.reshape(-1)
-        parts = np.zeros(max(1, -(-flat.size // CHUNK)), bits.dtype)
-        if flat.size:
-            _pick(kernel(absmax_flat), flat.size)(flat, absmask, parts)
-        top = parts.max()
-        amax = np.array(top).view(x.dtype)[()]
-        return np.full((1, 1, 1), scale_of(amax, half), np.float32), bool(top < inf)
-    grid = np.zeros((L, GR, GC), bits.dtype)
-    if x.size:
-        _pick(kernel(absmax_blocks), x.size)(bits, absmask, bm, bn, grid)
-    scales = np.empty((L, GR, GC), np.float32)
-    if grid.size:
-        kernel(scales_from_amax).serial(grid.view(x.dtype).reshape(-1), half, scales.reshape(-1))
-    return scales, not bool((grid >= inf).any())
-
-
-def all_finite(x):
-    """False when float ``x`` (any layout) holds NaN or inf."""
-    x = np.ascontiguousarray(x).reshape(-1)
-    if not x.size:
-        return True
-    bits, absmask, inf = _bits(x)
-    parts = np.zeros(-(-x.size // CHUNK), bits.dtype)
-    _pick(kernel(absmax_flat), x.size)(bits, absmask, parts)
-    return bool(parts.max() < inf)
-
-
-def quantize(x, scales, bm, bn, lo, hi, check=False):
-    """(int8 ``(L, R, C)`` values, finite) of C-contiguous float ``x`` with ``(L, GR, GC)``
-    scales; with ``check``, first makes sure ``x`` holds no NaN or inf (given scales)."""
-    if check and not all_finite(x):
-        return None, False
-    out = np.empty(x.shape, np.int8)
-    if x.size:
-        _pick(kernel(quantize_blocks), x.size)(x, scales, bm, bn, np.float32(lo), np.float32(hi), out)
-    return out, True
-
-
-def _bytes(words):
-    """The bytes of uint32 ``words`` (their last dim must be contiguous for the view)."""
-    if words.strides[-1] != 4:
-        words = np.ascontiguousarray(words)
-    return words.view(np.uint8)
-
-
-def dequantize(q, scales, bm, bn, bits, C, dtype):
-    """The whole ``(L, R, C)`` tensor dequantized, in ``dtype``: from int8 values ``q``
-    (``bits == 0``) or from packed uint32 words of ``bits``-bit values."""
-    return dequantize_into(q, scales, bm, bn, bits, np.empty((q.shape[0], q.shape[1], C), dtype))
-
-
-def dequantize_into(q, scales, bm, bn, bits, out, r0=0, c0=0, serial=False):
-    """Fill ``out`` ``(L, TR, TC)`` with the dequantized window of ``q`` at ``(r0, c0)``."""
-    if out.size:
-        k = kernel(dequantize_blocks, bits)
-        fn = k.serial if serial else _pick(k, out.size)
-        fn(_bytes(q) if bits else q, scales, bm, bn, r0, c0, out)
-    return out
-
-
-def words_per_row(C, bits):
-    return -(-C // (32 // bits))
-
-
-def pack(q, bits):
-    """``(rows, C)`` int8 values -> ``(rows, ceil(C / (32 // bits)))`` uint32 words."""
-    rows, C = q.shape
-    words = np.empty((rows, words_per_row(C, bits)), np.uint32)
-    if words.size:
-        _pick(kernel(pack_rows, bits), q.size)(q, words.view(np.uint8))
-    return words
-
-
-def unpack(words, C, bits):
-    """``(rows, nw)`` uint32 words -> the ``(rows, C)`` int8 values."""
-    out = np.empty((words.shape[0], C), np.int8)
-    if out.size:
-        _pick(kernel(unpack_rows, bits), out.size)(_bytes(words), out)
-    return out
-
-
-# Tile of the quantized operand dequantized per BLAS call: about this many elements (4 MiB
-# of float32).  256K to 4M measured the same on the 2-core VM (1024 rows @ 1024x1024: as fast
-# as the float32 matmul; 128 rows @ 4096x4096: 1.4x, the dequantizing pass).  Tiles are
-# dequantized on the calling thread: BLAS's threads are the parallel part, and waking Numba's
-# workers between BLAS calls would compete with BLAS's still-spinning ones for the cores.
-TILE_ELEMENTS = 1 << 20
-
-
-def _scratch(shape, dtype, cache):
-    """One buffer per tile shape, reused across the tiles of a call (fresh pages cost faults)."""
-    buf = cache.get(shape)
-    if buf is None:
-        buf = cache[shape] = np.empty(shape, dtype)
-    return buf
-
-
-def matmul(q, scales, bm, bn, bits, shape, other, qleft, dtype):
-    """``Q @ other`` (``qleft``) or ``other @ Q`` for the 2-D quantized matrix ``Q``, in ``dtype``.
-
-    ``Q`` has logical ``shape`` ``(R, C)``: int8 values or packed words ``q`` and ``(GR, GC)``
-    float32 ``scales`` over ``(bm, bn)`` blocks.  Tiles of ``Q`` (rows on the left, columns on
-    the right, so that every output element is written once) are dequantized into a scratch
-    buffer and multiplied by BLAS (``np.matmul``) straight into the result: no dequantized
-    copy of ``Q`` exists at any time.
-    """
-    R, C = shape
-    q3, s3 = q[None], scales[None]
-    bufs = {}
-    if qleft:
-        out = np.empty((R, other.shape[1]), dtype)
-        step = max(1, min(R, TILE_ELEMENTS // max(C, 1)))
-        for r0 in range(0, R, step):
-            n = min(step, R - r0)
-            tile = dequantize_into(q3, s3, bm, bn, bits, _scratch((1, n, C), dtype, bufs), r0, 0, True)
-            np.matmul(tile[0], other, out=out[r0:r0 + n])
-    else:
-        out = np.empty((other.shape[0], C), dtype)
-        align = 32 // bits if bits else 16
-        step = max(align, (TILE_ELEMENTS // max(R, 1)) // align * align)
-        for c0 in range(0, C, step):
-            n = min(step, C - c0)
-            tile = dequantize_into(q3, s3, bm, bn, bits, _scratch((1, R, n), dtype, bufs), 0, c0, True)
-            np.matmul(other, tile[0], out=out[:, c0:c0 + n])
-    return out

@@ -1,4 +1,4 @@
-"""Scans (cumsum, cumprod) on numpy arrays.
+"""Scan loops (cumsum, cumprod) on C-contiguous views (launched by engine/backends/cpu/scan.py).
 
 Like the reductions, a scan runs on a C-contiguous ``(outer, n, inner)`` view
 of its output, parametrised by the combiner ``OP`` (``kernels.scalar.add`` or
@@ -12,23 +12,8 @@ of its output, parametrised by the combiner ``OP`` (``kernels.scalar.add`` or
   independently, then every chunk but the first is combined with the total of
   the chunks before it (a second, vectorised pass).
 """
-import math
-
-import numba
 import numpy as np
 from numba import prange
-
-from . import launch
-from .builder import kernel
-from .launch import PARALLEL_MIN
-from .reduce import SPLIT_MIN, TASKS_PER_THREAD, TILE, _check_dtype, _copy
-
-# A scan runs ~2 elements/ns on one core (a row-at-a-time scan ~5): with a
-# parallel launch costing 10-40 us (sleeping workers), smaller ones stay serial.
-SCAN_PARALLEL_MIN = 1 << 20
-
-OPS = ("add", "mul")
-_NAMES = {"add": "cumsum", "mul": "cumprod"}
 
 
 def scan_fold(x, out, outer, n, inner, ob, tw, nsplit):
@@ -87,57 +72,3 @@ def scan_fold(x, out, outer, n, inner, ob, tw, nsplit):
                     for j in range(m):
                         cur[j] = OP(prev[j], src[j])
                     prev = cur
-
-
-def scan(op, x, axis, out_dtype):
-    """Inclusive scan of ``x`` along ``axis``: ``add`` is cumsum, ``mul`` cumprod.
-
-    Returns a new C-contiguous array of ``x``'s shape in ``out_dtype``, which
-    is also the dtype the scan accumulates in.  Into bool, ``add``/``mul`` are
-    logical or/and (numpy's rule).  A 0-d ``x`` (axis 0 or -1) is copied.
-    """
-    if op not in OPS:
-        raise ValueError(f"scan: unknown op {op!r}; expected one of {OPS}")
-    x = np.asarray(x)
-    out_dtype = np.dtype(out_dtype)
-    name = _NAMES[op]
-    _check_dtype(name, x.dtype)
-    _check_dtype(name, out_dtype)
-    if out_dtype.kind == "b":
-        op = "logical_or" if op == "add" else "logical_and"
-    ndim = max(x.ndim, 1)
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{name}: axis {axis} out of range for an array of shape {x.shape}")
-    if x.ndim == 0 or x.size == 0:
-        return _copy(x, out_dtype)
-    axis %= ndim
-    if x.flags.c_contiguous and (x.dtype == out_dtype or (
-            op in ("add", "mul") and np.can_cast(x.dtype, out_dtype, "safe"))):
-        src = x  # read directly, a narrower dtype included (bool or int32 into int64)
-        out = launch.alloc(x.shape, out_dtype)
-    else:  # cast / gather once, then scan in place
-        src = out = _copy(x, out_dtype)
-    shape = x.shape
-    outer = math.prod(shape[:axis])
-    n = shape[axis]
-    inner = math.prod(shape[axis + 1:])
-    ob, tw, nsplit = outer, min(inner, TILE), 1
-    k = kernel(scan_fold, op)
-    if x.size < SCAN_PARALLEL_MIN:
-        fn = k.serial
-    else:
-        fn = k.parallel
-        threads = numba.get_num_threads()
-        want = TASKS_PER_THREAD * threads
-        ntiles = -(-inner // tw)
-        if outer * ntiles >= want:
-            ob = -(-outer // -(-want // ntiles))
-        else:
-            ob = 1
-            if inner == 1:
-                nsplit = max(1, min(-(-want // outer), n // SPLIT_MIN))
-            elif outer * ntiles < threads:  # narrower tiles, one per thread
-                tw = max(min(inner, 64), -(-inner // -(-threads // outer)))
-    fn(src.reshape(-1), out.reshape(-1), outer, n, inner, ob, tw, nsplit)
-    return out

@@ -1,4 +1,4 @@
-"""Fused softmax and log_softmax along one dim of a numpy array.
+"""Fused softmax and log_softmax loops (launched by engine/backends/cpu/softmax.py).
 
 Both ops run on a C-contiguous view: either ``(rows, n)`` with the softmax dim
 last (``rows``), or ``(outer, n, inner)`` when a wide contiguous block follows
@@ -25,7 +25,7 @@ its results from ``x`` again.
 
 ``rows``, ``finish`` and ``cols`` are the work of one task, compiled once with
 FMA contraction and called by a serial and a parallel ``drive`` loop (see
-``_driver`` and ``_task``).
+``driver`` and ``_task``).
 """
 import functools
 
@@ -37,10 +37,8 @@ from numba import prange
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from . import launch
 from .builder import JIT_OPTIONS, _jit, scalar_op
-from .launch import PARALLEL_MIN, elementwise
-from ..rebind import specialize, variant
+from ..rebind import specialize
 
 MAX = scalar_op("maximum")   # NaN-propagating: m is NaN exactly when the row holds a NaN
 
@@ -52,15 +50,6 @@ SHORT = 32             # shorter rows fold their max in one chain (the tree's lo
 LINE = 64              # bytes per prefetch (a cache line)
 PREFETCH_MAX = 1 << 16  # longest rows prefetched whole while the previous one is computed
 GROUP = 16             # terms per partial sum before it joins the total (lane steps or rows)
-# Column tiles: (n, tw) blocks of about TILE_BYTES (measured best, though bigger than L2),
-# at least TILE_MIN columns wide: narrower tiles read a new cache line and page per row for
-# a few values (4096x1024 float32 along dim 0: 8.4 ms with 16 columns, 3.9 ms with 64+)
-TILE_BYTES = 1 << 21
-TILE_MIN = 64
-COLS_MIN = 16          # narrower blocks after the dim go through ``rows`` (a transposed copy)
-TILE_MAX = 1024        # widest column tile
-SPLIT_MIN = 1 << 15    # fewest elements of a row worth a chunk (a task) of their own
-TASKS_PER_THREAD = 4   # enough tasks that uneven ones still balance
 
 
 # the intrinsic's name mangles its pointer type: opaque pointers from LLVM 15 on
@@ -267,7 +256,7 @@ def drive(ntasks, *args):
 
 
 @functools.cache
-def _driver(task, op, parallel):
+def driver(task, op, parallel):
     """``drive`` bound to ``task`` with ``OP`` = scalar op ``op``, compiled and disk-cached.
 
     The task is one serial function that both drivers call, part of their cached code, as
@@ -290,98 +279,3 @@ def _task(task, op):
     return numba.njit(fastmath={"contract"}, **JIT_OPTIONS)(
         specialize(task, f"softmax_{task.__name__}_task__{op}", OP=scalar_op(op),
                    LOG=scalar_op(log)))
-
-
-# --- launching ------------------------------------------------------------------
-_CONSTANTS = {}   # dtype -> (-inf, 1) of that dtype: the kernels' typed constants
-
-
-def _memory_order(x):
-    """The dims of ``x`` in memory order if ``x`` is a permuted C-contiguous array, else None."""
-    order = sorted(range(x.ndim), key=lambda d: -x.strides[d])
-    return order if x.transpose(order).flags.c_contiguous else None
-
-
-def _copy(x):
-    return elementwise("identity", [x], launch.alloc(x.shape, x.dtype))
-
-
-def _unpermute(out, perm):
-    """``out`` (dims in order ``perm``) viewed with the dims back in their own order."""
-    if perm == sorted(perm):
-        return out
-    inverse = [0] * len(perm)
-    for i, d in enumerate(perm):
-        inverse[d] = i
-    return out.transpose(inverse)
-
-
-def softmax(x, axis, log=False):
-    """softmax (``log=False``) or log_softmax of float array ``x`` along ``axis``.
-
-    Returns a new array of ``x``'s dtype and shape, computed in that dtype.  A dense
-    input (any dim order) gives a result with its strides, except when fewer than
-    ``COLS_MIN`` elements follow the dim in memory: then the dim is moved last in a
-    copy, and the result keeps that layout.  Other inputs are copied first.
-    """
-    x = np.asarray(x)
-    dtype = x.dtype
-    if dtype.kind != "f":
-        raise TypeError(f"{'log_softmax' if log else 'softmax'}: expected a float array, got {dtype}")
-    if x.ndim == 0:
-        return softmax(x.reshape(1), 0, log).reshape(())
-    axis = int(axis)
-    if x.size == 0:
-        return np.empty(x.shape, dtype)
-    nd = x.ndim
-    if x.flags.c_contiguous:
-        order = list(range(nd))
-    else:
-        order = _memory_order(x)
-        if order is None:
-            x = _copy(x)
-            order = list(range(nd))
-    pos = order.index(axis)
-    n = x.shape[axis]
-    inner = 1
-    for d in order[pos + 1:]:
-        inner *= x.shape[d]
-    op = variant("exp", dtype)
-    consts = _CONSTANTS.get(dtype)
-    if consts is None:
-        consts = _CONSTANTS[dtype] = (dtype.type(-np.inf), dtype.type(1))
-    init, one = consts
-    parallel = x.size >= PARALLEL_MIN
-    threads = numba.get_num_threads() if parallel else 1
-    want = TASKS_PER_THREAD * threads
-    if inner < COLS_MIN:
-        # the softmax dim last, in a (rows, n) block: a view when it is already last in memory
-        perm = order if pos == nd - 1 else [d for d in order if d != axis] + [axis]
-        y = x if perm == sorted(perm) else x.transpose(perm)
-        if not y.flags.c_contiguous:
-            y = _copy(y)
-        nrows = x.size // n
-        out = launch.alloc(y.shape, dtype)
-        rb, nsplit = -(-nrows // want), 1
-        if nrows < want and threads > 1:   # split rows cost a second exp pass
-            rb, nsplit = 1, max(1, min(-(-want // nrows), n // SPLIT_MIN))
-        part = np.empty(2 * nrows * nsplit if nsplit > 1 else 0, dtype)
-        flat_y, flat_out = y.reshape(-1), out.reshape(-1)
-        _driver(rows, op, parallel)(-(-nrows // rb) * nsplit, flat_y, flat_out, part, nrows, n,
-                                    rb, nsplit, LANES, init, one, log)
-        if nsplit > 1:
-            _driver(finish, op, True)(nrows * nsplit, flat_y, flat_out, part, n, nsplit, init,
-                                      one, log)
-    else:
-        perm = order
-        outer = x.size // (n * inner)
-        tw = min(inner, TILE_MAX, max(TILE_MIN, TILE_BYTES // (n * x.itemsize)))
-        if parallel:   # narrower tiles when there are too few
-            tw = min(tw, max(TILE_MIN, -(-inner // -(-want // outer))))
-        ntiles = -(-inner // tw)
-        ob = max(1, -(-outer // -(-want // ntiles))) if parallel else outer
-        y = x.transpose(perm)
-        out = launch.alloc(y.shape, dtype)
-        _driver(cols, op, parallel)(-(-outer // ob) * ntiles, y.reshape(-1), out.reshape(-1),
-                                    outer, n, inner, tw, ob, init, one, log)
-    return _unpermute(out, perm)

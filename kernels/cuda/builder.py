@@ -69,11 +69,25 @@ class _SimMath:
         return call
 
 
+class _SimCmath:
+    """``cmath`` for scalar ops run by the simulator: numpy's complex functions, which keep
+    complex64 values complex64 and give inf/NaN where Python's ``cmath`` raises (log(0),
+    overflow), as a GPU does."""
+
+    def __getattr__(self, name):
+        f = getattr(np, name)
+
+        def call(z):
+            with np.errstate(all="ignore"):
+                return f(z)
+        return call
+
+
 def _target_intrinsics():
     if SIMULATOR:
         return {"f64_from_bits": _sim_f64_from_bits, "f32_from_bits": _sim_f32_from_bits,
                 "f64_to_bits": _sim_f64_to_bits, "f32_to_bits": _sim_f32_to_bits,
-                "math": _SimMath()}
+                "math": _SimMath(), "cmath": _SimCmath()}
     from numba.cuda import libdevice
     return {"f64_from_bits": libdevice.longlong_as_double,
             "f32_from_bits": libdevice.int_as_float,

@@ -7,6 +7,8 @@ through their strides (a transposed or broadcast operand costs no copy):
 ``abst``/``bbst`` the strides of the batch dims ``bshape`` (0 where
 broadcast).  ``DT`` is the dtype of the operands and of the output.
 """
+import math
+
 from numba import cuda
 
 from .builder import TILE
@@ -49,3 +51,33 @@ def matmul_tiled(a, ao, ast, abst, b, bo, bst, bbst, out, bshape, m, k, n, nbatc
                     cuda.syncthreads()
                 if row < m and col < n:
                     out[(z * m + row) * n + col] = acc
+
+
+
+def lu_det(lu, piv, n, nb, det, logabs, sign):
+    """det, log|det| and sign of each matrix from its LU factors (getrf's output: the factors
+    of matrix b at ``b * n * n``, its diagonal every ``n + 1`` entries; ``piv`` the 1-based row
+    swaps, each one flipping the sign).  One thread per matrix; a zero pivot gives
+    (0, -inf, 0), as numpy's slogdet."""
+    for b in range(cuda.grid(1), nb, cuda.gridsize(1)):
+        swaps = 1.0
+        for i in range(n):
+            if piv[b * n + i] != i + 1:
+                swaps = -swaps
+        p = swaps
+        s = swaps
+        la = 0.0
+        for i in range(n):
+            u = lu[b * n * n + i * (n + 1)]
+            p *= u
+            if u < 0:
+                s = -s
+                la += math.log(-u)
+            elif u > 0:
+                la += math.log(u)
+            else:
+                s = 0.0
+                la = -math.inf
+        det[b] = p
+        logabs[b] = la
+        sign[b] = s

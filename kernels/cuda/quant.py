@@ -8,7 +8,7 @@ into ``(bm, bn)`` blocks whose scales form an ``(L, GR, GC)`` grid; packed rows 
 ``(buffer, offset, strides)`` in elements, like the other CUDA skeletons, so strided views
 (a transposed weight) cost no copy.
 
-``Launcher(backend)`` gives the same functions as the CPU module, on ``CudaArray``s.
+Launched by ``engine/backends/cuda/quant.py``.
 """
 import functools
 import math
@@ -18,7 +18,7 @@ from numba import cuda
 
 from ..cpu import quant as _cpu
 from ..rebind import specialize
-from .builder import MAX_BLOCKS, THREADS, TILE, grid
+from .builder import TILE
 
 INF = math.inf
 
@@ -174,92 +174,3 @@ def qmatmul_tiled(f, fo, fst, q, qo, qst, sc, so, sst, bm, bn, bits, qleft, out,
                 cuda.syncthreads()
             if row < m and col < n:
                 out[row * n + col] = acc
-
-
-# --------------------------------------------------------------------------
-# launchers
-
-
-class Launcher:
-    """The CPU module's launcher functions, on one CUDA backend's ``CudaArray``s."""
-
-    def __init__(self, backend):
-        self.b = backend
-
-    def _run(self, template, n, *args, dtype=None):
-        if n:
-            self.b._launch(kernel(template, dtype), grid(n), THREADS, *args)
-
-    def _flag(self):
-        return self.b._full(None, shape=(1,), value=0, dtype=np.dtype(np.int32))
-
-    def _ok(self, flag):
-        return not int(self.b._to_host(None, flag)[0])
-
-    def calibrate(self, x, bm, bn, half):
-        """(float32 ``(L, GR, GC)`` scales, finite) of ``(L, R, C)`` x over ``(bm, bn)`` blocks."""
-        L, R, C = x.shape
-        GR, GC = -(-R // bm), -(-C // bn)
-        flag = self._flag()
-        half = np.float32(half)
-        if L == 1 and bm >= R and bn >= C:   # one block (an empty tensor too): per tensor
-            amax = self.b._full(None, shape=(1,), value=0, dtype=x.dtype)
-            self._run(absmax_all, x.size, x.buf, x.offset, x.strides, L, R, C, amax.buf, flag.buf)
-            top = self.b._to_host(None, amax)[0]
-            scale = _cpu.scale_of(top, half)
-            ok = self._ok(flag)
-            return self.b._full(None, shape=(1, 1, 1), value=scale, dtype=np.dtype(np.float32)), ok
-        scales = self.b.empty((L, GR, GC), np.float32)
-        self._run(absmax_blocks, scales.size, x.buf, x.offset, x.strides, L, R, C, bm, bn, GR, GC,
-                  half, scales.buf, flag.buf)
-        return scales, self._ok(flag)
-
-    def quantize(self, x, scales, bm, bn, lo, hi, check=False):
-        """(int8 ``(L, R, C)`` values, finite) of ``x`` with ``(L, GR, GC)`` scales."""
-        L, R, C = x.shape
-        out = self.b.empty(x.shape, np.int8)
-        flag = self._flag()
-        self._run(quantize_values, out.size, x.buf, x.offset, x.strides, scales.buf, scales.offset,
-                  scales.strides, L, R, C, bm, bn, np.float32(lo), np.float32(hi), out.buf, flag.buf)
-        return out, (self._ok(flag) if check else True)
-
-    def dequantize(self, q, scales, bm, bn, bits, C, dtype):
-        """The whole ``(L, R, C)`` tensor dequantized, in ``dtype``."""
-        return self.dequantize_into(q, scales, bm, bn, bits,
-                                    self.b.empty((q.shape[0], q.shape[1], C), dtype))
-
-    def dequantize_into(self, q, scales, bm, bn, bits, out, r0=0, c0=0):
-        L, TR, TC = out.shape
-        self._run(dequantize_window, out.size, q.buf, q.offset, q.strides, scales.buf,
-                  scales.offset, scales.strides, bm, bn, bits, r0, c0, L, TR, TC, out.buf)
-        return out
-
-    def pack(self, q, bits):
-        """``(rows, C)`` int8 values -> ``(rows, ceil(C / (32 // bits)))`` uint32 words."""
-        rows, C = q.shape
-        q = self.b._dense(q)
-        nw = _cpu.words_per_row(C, bits)
-        words = self.b.empty((rows, nw), np.uint32)
-        self._run(pack_words, words.size, q.buf, q.offset, rows, C, nw, bits, words.buf)
-        return words
-
-    def unpack(self, words, C, bits):
-        """``(rows, nw)`` words -> the ``(rows, C)`` int8 values."""
-        rows = words.shape[0]
-        out = self.b.empty((rows, C), np.int8)
-        self._run(unpack_words, out.size, words.buf, words.offset, words.strides, rows, C, bits,
-                  out.buf)
-        return out
-
-    def matmul(self, q, scales, bm, bn, bits, shape, other, qleft, dtype):
-        """``Q @ other`` (``qleft``) or ``other @ Q`` for the 2-D quantized matrix ``Q`` of ``shape``."""
-        R, C = shape
-        m, k, n = (R, C, other.shape[1]) if qleft else (other.shape[0], R, C)
-        out = self.b.empty((m, n), dtype)
-        if out.size:
-            ntr, ntc = -(-m // TILE), -(-n // TILE)
-            blocks = (min(ntc, MAX_BLOCKS), min(ntr, MAX_BLOCKS))
-            self.b._launch(kernel(qmatmul_tiled, dtype), blocks, (TILE, TILE), other.buf,
-                           other.offset, other.strides, q.buf, q.offset, q.strides, scales.buf,
-                           scales.offset, scales.strides, bm, bn, bits, bool(qleft), out.buf, m, k, n)
-        return out

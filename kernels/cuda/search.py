@@ -1,5 +1,5 @@
 """Binary search on CUDA: one thread per value, the order of ``kernels/cuda/sort.py``
-(NaN last), as ``kernels/cpu/search.py``."""
+(NaN last), as ``kernels/cpu/search.py`` (launched by engine/backends/cuda/sort.py)."""
 from numba import cuda
 
 

@@ -9,8 +9,10 @@ STRATEGIES = [ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALA
 
 @pytest.fixture(params=STRATEGIES, ids=[s.name for s in STRATEGIES])
 def device(request):
-    """An autodiff CPU device with one of the checkpointing strategies."""
-    return ember.Device.cpu().gradient_checkpointing(request.param)
+    """An autodiff device with one of the checkpointing strategies: the table device
+    (``checks.DEVICE``: the CPU, or CUDA in the simulator tier)."""
+    from checks import DEVICE
+    return DEVICE.gradient_checkpointing(request.param)
 
 
 @pytest.fixture

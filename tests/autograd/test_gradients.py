@@ -36,8 +36,12 @@ def mask(values):
     return ember.tensor(np.asarray(values, dtype=bool), dtype=ember.bool_)
 
 
-M34 = mask([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]])
-M4 = mask([1, 0, 1, 0])
+def M34():   # (made when a row runs: on the default device of that run, see gradcheck.py)
+    return mask([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]])
+
+
+def M4():
+    return mask([1, 0, 1, 0])
 
 
 # --- composed graphs -----------------------------------------------------------------
@@ -191,14 +195,14 @@ CASES = [
     case("clamp_crossed_tensor_bounds", lambda lo, hi, x: x.clamp(lo, hi) * 1.0,
          uniform(2, 3, lo=0.5, hi=1.0), uniform(2, 3, lo=-1.0, hi=-0.5), normal(2, 3)),
     # selection
-    case("where", lambda a, b: ember.where(M34, a, b), normal(3, 4), normal(3, 4)),
-    case("where_broadcast", lambda a, b: ember.where(M34, a, b), normal(3, 1), normal()),
-    case("where_scalar_branch", lambda a: ember.where(M34, a, 0.5) + ember.where(M34, 1.0, a),
+    case("where", lambda a, b: ember.where(M34(), a, b), normal(3, 4), normal(3, 4)),
+    case("where_broadcast", lambda a, b: ember.where(M34(), a, b), normal(3, 1), normal()),
+    case("where_scalar_branch", lambda a: ember.where(M34(), a, 0.5) + ember.where(M34(), 1.0, a),
          normal(3, 4)),
-    case("mask_where", lambda x, v: x.mask_where(M34, v), normal(3, 4), normal(3, 4)),
-    case("mask_where_broadcast_values", lambda x, v: x.mask_where(M34, v), normal(3, 4), normal(4)),
-    case("mask_where_broadcast_mask", lambda x, v: x.mask_where(M4, v), normal(3, 4), normal(3, 4)),
-    case("mask_fill", lambda x: x.mask_fill(M34, 0.5), normal(3, 4)),
+    case("mask_where", lambda x, v: x.mask_where(M34(), v), normal(3, 4), normal(3, 4)),
+    case("mask_where_broadcast_values", lambda x, v: x.mask_where(M34(), v), normal(3, 4), normal(4)),
+    case("mask_where_broadcast_mask", lambda x, v: x.mask_where(M4(), v), normal(3, 4), normal(3, 4)),
+    case("mask_fill", lambda x: x.mask_fill(M34(), 0.5), normal(3, 4)),
     # broadcasting binary ops: un-broadcasting in the graph walk
     case("add_bcast_3x1_1x4", lambda a, b: a + b, normal(3, 1), normal(1, 4)),
     case("sub_bcast_4_2x3x4", lambda a, b: a - b, normal(4), normal(2, 3, 4)),
@@ -310,7 +314,7 @@ CASES = [
     case("index_select_dim0", lambda x: x.index_select(0, idx([2, 0, 2, 1])), normal(3, 4)),
     case("index_select_dim1", lambda x: x.index_select(1, idx([3, 3, 0])), normal(3, 4)),
     case("getitem_int_tensor", lambda x: x[idx([1, 1, 0])], normal(3, 4)),
-    case("getitem_bool_mask", lambda x: x[M34], normal(3, 4)),
+    case("getitem_bool_mask", lambda x: x[M34()], normal(3, 4)),
     # layout
     case("reshape", lambda x: x.reshape(2, 6), normal(3, 4)),
     case("reshape_minus1", lambda x: x.reshape(-1, 2) * x.reshape(6, 2), normal(3, 4)),
@@ -390,8 +394,8 @@ CASES = [
     case("getitem_arrays_apart", lambda x: x[idx([1, 0]), :, idx([2, 2])], normal(2, 3, 4)),
     case("setitem_slice", lambda x, v: _assigned(x, (slice(1, 3), slice(None, None, 2)), v),
          normal(4, 5), normal(2, 3)),
-    case("setitem_mask_scalar", lambda x: _assigned(x, M34, 0.5), normal(3, 4)),
-    case("setitem_mask_values", lambda x, v: _assigned(x, M34, v), normal(3, 4), normal(6)),
+    case("setitem_mask_scalar", lambda x: _assigned(x, M34(), 0.5), normal(3, 4)),
+    case("setitem_mask_values", lambda x, v: _assigned(x, M34(), v), normal(3, 4), normal(6)),
     case("setitem_int_arrays", lambda x, v: _assigned(x, (idx([0, 2]), idx([1, 3])), v),
          normal(3, 4), normal(2)),
     case("setitem_leading_mask_rows", lambda x, v: _assigned(x, mask([False, True, True]), v),
@@ -431,9 +435,61 @@ def _unique_names(cases):
     return cases
 
 
-@pytest.mark.parametrize("case", _unique_names(CASES), ids=lambda c: c.name)
-def test_gradient(case, device):
+def _table(cases):
+    """The rows this process checks: all of them on the CPU; on CUDA (the simulator tier, a
+    second or so per row) the first row of each op (rows are named ``<op>`` or
+    ``<op>_<variant>``): every rule's kernels run on the device, and the rules themselves
+    are the same tensor code on every device."""
+    cases = _unique_names(cases)
+    from checks import DEVICE
+    if DEVICE.type == "cpu":
+        return cases
+    seen, out = set(), []
+    for c in cases:
+        op = c.name.split("_")[0]
+        if op not in seen:
+            seen.add(op)
+            out.append(c)
+    return out
+
+
+@pytest.fixture
+def unfused():
+    """Rows run their ops one kernel each: every distinct chain a row builds would otherwise
+    compile a fused kernel of its own (most of a cold run's time); fusion's equivalence is
+    checked on a subset below."""
+    previous = ember.fusion.set_enabled(False)
+    yield
+    ember.fusion.set_enabled(previous)
+
+
+@pytest.mark.devices
+@pytest.mark.parametrize("case", _table(CASES), ids=lambda c: c.name)
+def test_gradient(case, device, unfused):
     check_case(case, device)
+
+
+# rows whose forward and backward are chains of elementwise ops (with reductions, broadcasting,
+# saved values and BALANCED recompute in them): fused, their gradients are the unfused ones
+FUSION_ROWS = ("tanh", "sigmoid", "gelu", "silu", "pow_tensor_tensor", "div", "maximum",
+               "clamp_tensor_bounds", "where", "softmax_last", "sum_dims_0_2",
+               "mlp_tanh_log_softmax_xent")
+
+
+@pytest.mark.parametrize("name", FUSION_ROWS)
+def test_gradient_fused_equals_unfused(name, device):
+    c = next(c for c in CASES if c.name == name)
+    previous = ember.fusion.set_enabled(False)
+    try:
+        want = gradients(c, device)
+        ember.fusion.set_enabled(True)
+        got = gradients(c, device)
+    finally:
+        ember.fusion.set_enabled(previous)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_array_equal(g, w, err_msg=f"{name}: fused gradient differs")
 
 
 # --- what finite differences cannot check ------------------------------------------------

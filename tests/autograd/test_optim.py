@@ -13,7 +13,7 @@ import pytest
 import ember
 import ember.optim
 from checks import compiled_in_new_process
-from ember.kernels.cpu.launch import PARALLEL_MIN
+from ember.backends.cpu.elementwise import PARALLEL_MIN
 
 try:
     import torch
@@ -213,21 +213,29 @@ def test_replaced_gradient_and_noncontiguous_parameter(device):
     np.testing.assert_array_equal(w2.numpy(), np.arange(6.0).reshape(2, 3).T - 2.0)
 
 
-def test_step_runs_one_fused_kernel_not_tensor_ops(device, monkeypatch):
-    backend = ember.Device.cpu().backend
-    seen = []
-    real = backend.execute
+def test_step_is_one_fused_kernel_per_parameter_on_its_device(device, monkeypatch):
+    # the update composes elementwise ops: with fusion on, the parameter, its moments and the
+    # amsgrad maximum come out of one fused kernel; nothing goes through the host
+    previous = ember.fusion.set_enabled(True)
+    try:
+        backend = ember.Device.cpu().backend
+        seen = []
+        real = backend.execute
 
-    def spy(op, *args, **kw):
-        seen.append(op)
-        return real(op, *args, **kw)
+        def spy(op, *args, **kw):
+            seen.append(op)
+            return real(op, *args, **kw)
 
-    w = param(np.ones((4, 4)), device)
-    opt = ember.optim.AdamW([w], lr=0.1, amsgrad=True)
-    grads = (w * w).sum().backward()
-    monkeypatch.setattr(backend, "execute", spy)
-    opt.step(grads)
-    assert set(seen) <= {ember.Op.TO_HOST, ember.Op.FROM_HOST}, seen
+        w = param(np.ones((4, 4)), device)
+        opt = ember.optim.AdamW([w], lr=0.1, amsgrad=True)
+        grads = (w * w).sum().backward()
+        monkeypatch.setattr(backend, "execute", spy)
+        (w2,) = opt.step(grads)
+        ember.fusion.force(w2, *[v for v in opt._state[0].values() if isinstance(v, ember.Tensor)])
+        assert seen.count(ember.Op.FUSED) == 1, seen
+        assert set(seen) <= {ember.Op.FUSED, ember.Op.FULL}, seen   # FULL: new scalar constants
+    finally:
+        ember.fusion.set_enabled(previous)
 
 
 def test_training_loop_converges(device):
@@ -287,23 +295,27 @@ def test_errors(device):
         SGD([w], lr=0.1).step({})
 
 
-# --- the fused kernels load from the disk cache ------------------------------------------------
+# --- the updates' fused kernels load from the disk cache ----------------------------------------
 CACHE_SCRIPT = """
 import ember, ember.optim
 device = ember.Device.cpu().gradient_checkpointing(ember.CheckpointingStrategy[STRATEGY])
 for dtype in (ember.float32, ember.float64):
     w = ember.ones(3, dtype=dtype, device=device).require_grad()
     for opt in (ember.optim.SGD([w], lr=0.1, momentum=0.9), ember.optim.AdamW([w], amsgrad=True)):
-        opt.step((w * w).sum().backward())
+        for _ in range(2):
+            opt.params[0].numpy()
+            opt.step((opt.params[0] * opt.params[0]).sum().backward())
+        opt.params[0].numpy()
 """
 
 
 def test_optimizer_kernels_are_cached_on_disk(device, tmp_path):
-    """A second process loads sgd_update / adam_update (both dtypes) instead of compiling them."""
+    """A second process loads the updates' fused kernels (both dtypes) instead of compiling them:
+    it compiles nothing at all."""
     def run():
         script = f"STRATEGY = {device.checkpointing.name!r}\n" + CACHE_SCRIPT
-        return [name for name in compiled_in_new_process(script, tmp_path) if "update" in name]
+        return compiled_in_new_process(script, tmp_path)
 
     first = run()
-    assert {n.split("__")[0] for n in first} == {"sgd_update", "adam_update"}
+    assert any(name.startswith("ember_fused_") for name in first), first
     assert run() == []

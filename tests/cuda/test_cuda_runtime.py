@@ -4,7 +4,8 @@ import pytest
 from cuda_helpers import assert_same
 
 import ember
-from ember.backends.cuda import CudaArray, from_cuda_array
+from ember.tensor import wrap as tensor_wrap
+from ember.backends.cuda.array import CudaArray
 
 
 def test_allocator_reuses_freed_blocks(cuda):
@@ -51,9 +52,9 @@ def test_user_kernel_interop(cuda):
     np.testing.assert_array_equal(t.numpy(), np.arange(6) * 2)
     # and back: a numba device array as a tensor, sharing memory
     dev = nbcuda.to_device(np.arange(4, dtype=np.int64))
-    storage, index = from_cuda_array(dev)
-    assert isinstance(storage, CudaArray) and index == 0
-    wrapped = ember.dispatch.wrap(storage, ember.Device.cuda(index), ember.int64)
+    storage = cuda.backend.from_cuda_array(dev)
+    assert isinstance(storage, CudaArray) and storage.device == 0
+    wrapped = tensor_wrap(storage, cuda, ember.int64)
     double[1, 4](dev)
     np.testing.assert_array_equal(wrapped.numpy(), [0, 2, 4, 6])
     np.testing.assert_array_equal((wrapped + 1).numpy(), [1, 3, 5, 7])

@@ -1,15 +1,20 @@
 """Launching elementwise kernels on numpy arrays: strides, merged dims, threads.
 
-Inputs must have the dtype the op computes in and shapes that broadcast to the
-output's (broadcasting becomes stride 0, never a copy).  The output may itself
-be a strided view (``slice_assign`` and ``cat`` write through one).
+Inputs have the dtype the op computes in and shapes that broadcast to the output's
+(broadcasting becomes stride 0, never a copy).  The output may itself be a strided view
+(``slice_assign`` and ``cat`` write through one).  Outputs come from the caching pool
+(``ember.memory.empty``); pooled memory is dirty, so only arrays written completely are
+allocated there.
 """
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..rebind import variant
-from . import elementwise
-from .builder import kernel
+from ember.kernels.cpu import elementwise as templates
+from ember.kernels.cpu.builder import kernel
+from ember.kernels.rebind import variant
+
+from ...memory import empty as alloc
+from ..shared import merge_dims
 
 # Below this many elements a kernel runs on the calling thread.  Numba's OpenMP
 # workers sleep between launches (OMP_WAIT_POLICY=PASSIVE, see builder.py), so
@@ -17,19 +22,14 @@ from .builder import kernel
 # elements for exp and 2M for add.
 PARALLEL_MIN = 1 << 19
 
-# Kernel outputs are allocated with ``alloc(shape, dtype)``: np.empty, or Ember's caching pool
-# once the CPU backend installs it (kernels import nothing from the engine).  Pooled memory is
-# dirty: ``alloc`` is only for arrays that are written completely.
-alloc = np.empty
-
 # Up to this many elements, an op with a one-element operand runs the flat kernel on a
 # stride-0 view of it: the strided template's call costs ~0.6 us more, but its loop
 # vectorises where the flat one reading a stride-0 array does not (measured, x * 2.0 in
 # float32: flat 2.6 / template 3.3 us at 256 elements, 3.1 / 3.5 at 2048, 4.7 / 4.0 at 8192).
 SCALAR_FLAT_MAX = 2048
 
-_TEMPLATES = {1: elementwise.map1, 2: elementwise.map2, 3: elementwise.map3}
-_FLAT = {1: elementwise.flat1, 2: elementwise.flat2, 3: elementwise.flat3}
+_TEMPLATES = {1: templates.map1, 2: templates.map2, 3: templates.map3}
+_FLAT = {1: templates.flat1, 2: templates.flat2, 3: templates.flat3}
 _FLAT_KERNELS = {}  # (arity, op, out dtype) -> serial flat kernel
 _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)
@@ -68,25 +68,6 @@ def operand(x):
                     for n, s in zip(x.shape, strides))]
     buf = as_strided(first, shape=(high - low + 1,), strides=(item,))
     return buf, -low, strides
-
-
-def merge_dims(shape, strides_list):
-    """Drop size-1 dims and merge neighbours that are contiguous in every operand."""
-    dims = [(n, [st[d] for st in strides_list]) for d, n in enumerate(shape) if n != 1]
-    if not dims:
-        return [1], [[0] for _ in strides_list]
-    out_shape = [dims[0][0]]
-    out_strides = [[s] for s in dims[0][1]]
-    for n, sts in dims[1:]:
-        if all(o[-1] == s * n for o, s in zip(out_strides, sts)):
-            out_shape[-1] *= n
-            for o, s in zip(out_strides, sts):
-                o[-1] = s
-        else:
-            out_shape.append(n)
-            for o, s in zip(out_strides, sts):
-                o.append(s)
-    return out_shape, out_strides
 
 
 def elementwise_new(op, inputs, shape, dtype):

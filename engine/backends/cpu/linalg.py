@@ -1,0 +1,246 @@
+"""The CPU backend's linear algebra: LAPACK through SciPy and numpy, Numba for small batches.
+
+Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
+
+- one matrix: LAPACK through SciPy's wrappers, called directly (``potrf``, ``getrf`` +
+  ``getrs``, ``getrf`` + ``getri``, BLAS ``trsm``), handing them the transposed view of the
+  row-major matrix (a Fortran-ordered array, no copy) and asking for the transposed problem;
+- a batch of matrices larger than ``SMALL_N``: numpy's batched gufuncs (``numpy.linalg``: the
+  same LAPACK, one C loop over the batch, where a Python loop of SciPy calls pays ~10 us a
+  matrix); the triangular solve, which numpy lacks, loops over ``trsm``; on a failure the
+  SciPy loop runs again to name the matrix and the minor in the error;
+- det, slogdet, eigh, svd and qr: numpy's gufuncs, batched or not;
+- a batch of ``SMALL_MIN_BATCH`` or more matrices of order <= ``SMALL_N``: the Numba kernels of
+  ``kernels/cpu/linalg.py`` (one compiled call for the whole batch).
+
+SciPy is imported on the first call that needs it, never by ``import ember``.
+"""
+import math
+
+import numpy as np
+
+from ..shared import LinAlgError, batch_of, where
+
+# Batched solves and Cholesky of matrices up to this order run in the Numba kernels, when the
+# batch has at least SMALL_MIN_BATCH matrices (measured: docs/decisions.md)
+SMALL_N = 16
+SMALL_MIN_BATCH = 8
+# a batch of at least this much work (batch * n^3) runs the kernels' parallel variant.  Waking
+# Numba's sleeping workers (OMP_WAIT_POLICY=PASSIVE) measured 3-16 ms per launch on the loaded
+# 2-core VM, against 0.5-0.9 ms for 10 000 4x4 matrices serially: those stay serial
+PARALLEL_MIN_WORK = 1 << 21
+
+
+def _lapack(name, a):
+    from scipy.linalg import lapack
+    return lapack.get_lapack_funcs(name, (a,))
+
+
+def _blas(name, a):
+    from scipy.linalg import blas
+    return blas.get_blas_funcs(name, (a,))
+
+
+def _small(a):
+    n = a.shape[-1]
+    return n <= SMALL_N and math.prod(batch_of(a)) >= SMALL_MIN_BATCH
+
+
+def _kernel(template, a):
+    from ember.kernels.cpu import linalg
+    from ember.kernels.cpu.builder import kernel
+    k = kernel(getattr(linalg, template))
+    return k.parallel if a.shape[0] * a.shape[-1] ** 3 >= PARALLEL_MIN_WORK else k.serial
+
+
+def _as3(a):
+    """``a`` as a C-contiguous (batch, rows, cols) array (a copy only when needed)."""
+    return np.ascontiguousarray(a).reshape((-1,) + a.shape[-2:])
+
+
+def _pack(parts, batch):
+    return np.concatenate([np.asarray(p).reshape(batch + (-1,)) for p in parts], axis=-1)
+
+
+def _raise_info(name, batch, info, what):
+    bad = np.flatnonzero(info)
+    if bad.size:
+        index = np.unravel_index(bad[0], batch) if batch else ()
+        raise LinAlgError(f"linalg.{name}: {what(int(info.reshape(-1)[bad[0]]))}"
+                          f"{where(batch, index)}")
+
+
+def _not_pd(order):
+    return (f"the input is not positive-definite (the leading minor of order {order} is not "
+            f"positive-definite)")
+
+
+def _singular(col):
+    return f"the input matrix is singular (U[{col - 1}, {col - 1}] of its LU factorisation is zero)"
+
+
+def cholesky(op, a, *, upper):
+    batch = batch_of(a)
+    if a.size == 0:
+        return np.zeros(a.shape, a.dtype)
+    if _small(a):
+        x = _as3(a)
+        out = np.empty(x.shape, a.dtype)
+        info = np.zeros(x.shape[0], np.int64)
+        _kernel("cholesky_batch", x)(x, out, bool(upper), info)
+        _raise_info("cholesky", batch, info, _not_pd)
+        return out.reshape(a.shape)
+    if batch:
+        try:    # numpy's gufunc: one C loop over the batch (its lower triangle: a^T's for upper)
+            if upper:
+                return np.swapaxes(np.linalg.cholesky(np.swapaxes(a, -1, -2)), -1, -2)
+            return np.linalg.cholesky(a)
+        except np.linalg.LinAlgError:
+            pass    # the loop below finds the matrix and the minor for the message
+    potrf = _lapack("potrf", a)
+    out = None if not batch else np.empty(a.shape, a.dtype)
+    for idx in np.ndindex(batch):
+        # potrf on the Fortran view a.T: its upper triangle is a's lower one, and the factor
+        # U (a.T = U^T U) read back transposed is L (upper=True: the other way round)
+        c, info = potrf(a[idx].T, lower=int(upper), clean=1, overwrite_a=0)
+        if info > 0:
+            raise LinAlgError(f"linalg.cholesky: {_not_pd(info)}{where(batch, idx)}")
+        if not batch:
+            return c.T
+        out[idx] = c.T
+    return out
+
+
+def solve(op, a, b):
+    batch = batch_of(a)
+    if a.size == 0 or b.size == 0:
+        return np.zeros(b.shape, np.result_type(a, b))
+    if _small(a):
+        lu = np.array(a, order="C").reshape((-1,) + a.shape[-2:])
+        x = np.array(b, order="C").reshape((-1,) + b.shape[-2:])
+        info = np.zeros(lu.shape[0], np.int64)
+        _kernel("lu_solve_batch", lu)(lu, x, info)
+        _raise_info("solve", batch, info, _singular)
+        return x.reshape(b.shape)
+    if batch:
+        try:
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            pass
+    getrf, getrs = _lapack("getrf", a), _lapack("getrs", a)
+    out = None if not batch else np.empty(b.shape, b.dtype)
+    for idx in np.ndindex(batch):
+        # factor a.T (the Fortran view, no copy), then solve (a.T)^T x = b
+        lu, piv, info = getrf(a[idx].T, overwrite_a=0)
+        if info > 0:
+            raise LinAlgError(f"linalg.solve: {_singular(info)}{where(batch, idx)}")
+        x, info = getrs(lu, piv, b[idx], trans=1, overwrite_b=0)
+        if not batch:
+            return x
+        out[idx] = x
+    return out
+
+
+def inv(op, a):
+    batch, n = batch_of(a), a.shape[-1]
+    if a.size == 0:
+        return np.zeros(a.shape, a.dtype)
+    if _small(a):
+        lu = np.array(a, order="C").reshape((-1, n, n))
+        x = np.broadcast_to(np.eye(n, dtype=a.dtype), lu.shape).copy()
+        info = np.zeros(lu.shape[0], np.int64)
+        _kernel("lu_solve_batch", lu)(lu, x, info)
+        _raise_info("inv", batch, info, _singular)
+        return x.reshape(a.shape)
+    if batch:
+        try:
+            return np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            pass
+    getrf, getri = _lapack("getrf", a), _lapack("getri", a)
+    out = None if not batch else np.empty(a.shape, a.dtype)
+    for idx in np.ndindex(batch):
+        # inv(a.T) = inv(a).T: factor the Fortran view a.T, invert in place, read back
+        lu, piv, info = getrf(a[idx].T, overwrite_a=0)
+        if info > 0:
+            raise LinAlgError(f"linalg.inv: {_singular(info)}{where(batch, idx)}")
+        x, info = getri(lu, piv, overwrite_lu=1)
+        if not batch:
+            return x.T
+        out[idx] = x.T
+    return out
+
+
+def triangular_solve(op, a, b, *, upper, unitriangular):
+    batch = batch_of(a)
+    if a.size == 0 or b.size == 0:
+        return np.zeros(b.shape, b.dtype)
+    if _small(a):
+        t = _as3(a)
+        x = np.array(b, order="C").reshape((-1,) + b.shape[-2:])
+        _kernel("triangular_solve_batch", t)(t, x, bool(upper), bool(unitriangular))
+        return x.reshape(b.shape)
+    trsm = _blas("trsm", a)
+    out = None if not batch else np.empty(b.shape, b.dtype)
+    for idx in np.ndindex(batch):
+        # trsm with the Fortran view a.T, transposed: solves a x = b; a's upper triangle is
+        # a.T's lower one.  BLAS does not test for a zero pivot (inf/NaN, as torch)
+        x = trsm(1.0, a[idx].T, b[idx], side=0, lower=int(upper), trans_a=1,
+                 diag=int(unitriangular))
+        if not batch:
+            return x
+        out[idx] = x
+    return out
+
+
+def det(op, a):
+    return np.asarray(np.linalg.det(a))
+
+
+def slogdet(op, a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return _pack([sign, logabsdet], batch_of(a))
+
+
+def eigh(op, a, *, lower, vectors):
+    uplo = "L" if lower else "U"
+    try:
+        if not vectors:
+            return np.linalg.eigvalsh(a, UPLO=uplo)
+        w, v = np.linalg.eigh(a, UPLO=uplo)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"linalg.eigh: the algorithm failed to converge ({e})") from None
+    return _pack([w, v], batch_of(a))
+
+
+def svd(op, a, *, full_matrices, vectors):
+    try:
+        if not vectors:
+            return np.linalg.svd(a, compute_uv=False)
+        parts = np.linalg.svd(a, full_matrices=full_matrices)
+    except np.linalg.LinAlgError as e:
+        raise LinAlgError(f"linalg.svd: the algorithm failed to converge ({e})") from None
+    return _pack(parts, batch_of(a))
+
+
+def qr(op, a, *, mode):
+    if mode == "r":
+        return np.asarray(np.linalg.qr(a, mode="r"))
+    q, r = np.linalg.qr(a, mode=mode)
+    return _pack([q, r], batch_of(a))
+
+
+def pinv(op, a, *, atol, rtol, hermitian):
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return np.zeros(a.shape[:-2] + (n, m), a.dtype)
+    if hermitian:
+        w, v = np.linalg.eigh(a)
+        s, left, right = np.abs(w), v * np.sign(w)[..., None, :], v
+    else:
+        left, s, vh = np.linalg.svd(a, full_matrices=False)
+        right = np.swapaxes(vh, -1, -2)
+    cutoff = np.maximum(atol, rtol * s.max(axis=-1, keepdims=True))
+    keep = s > cutoff
+    inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
+    return np.asarray((right * inv[..., None, :]) @ np.swapaxes(left, -1, -2))

@@ -1,0 +1,350 @@
+"""``ember.compile``: trace a step once per input signature, then replay its launches.
+
+A traced call runs ``fn`` eagerly (real values) with a recorder installed at the backends'
+seam (``ember.backends.set_recorder``): every launch any backend executes — forward ops,
+``loss.backward()``'s, an optimizer's update, fused chains as fusion planned them, BALANCED
+recomputes — is recorded with its input and output arrays.  The program is those launches in
+order, each input resolved by array identity to what produced it: an earlier launch's
+output, an argument of the call, a parameter or state tensor of an ``ember.optim`` optimizer
+(read from the optimizer at every call, written back after it), or else a constant (a tensor
+made outside the step, a cached scalar, a creation inside it: captured by reference).
+Launches nothing reads are dropped.  Later calls with the same signature run the program:
+no ``fn`` Python, no dispatch, no autodiff bookkeeping, no fusion planning.
+
+Decisions (docs/decisions.md, "ember.compile"):
+
+- The signature is the arguments' structure (tuples, lists, dicts), each tensor's shape,
+  dtype and device (with its autodiff flag and strategy), and every other leaf by value
+  (Python numbers, strings, None): Python numbers are static, a new value traces again (pass a
+  0-d tensor for a value that changes every call).  The optimizers a step steps are guarded by
+  their hyperparameters: changing ``opt.lr`` traces again.
+- Reading a tensor's value while tracing (``item()``, ``float(t)``, ``bool(t)``, ``numpy()``,
+  ``tolist()``, printing) raises ``CompileError`` naming the read and the line.  Ember's own
+  data-dependent checks (index ranges) become checks of the program, made at every replay.
+- Results are tensors without a graph (the step's backward already ran inside it), on the
+  devices the trace gave them; an optimizer's new parameters are marked leaves, as
+  ``opt.step`` returns them.
+"""
+import functools
+import traceback
+import weakref
+
+from . import backends
+from .ir import Op
+from .storage import TensorBase, make
+
+__all__ = ["compile", "CompileError"]
+
+
+class CompileError(RuntimeError):
+    """A traced ``ember.compile`` step did something a replay cannot repeat (a value read)."""
+
+
+_PACKAGE_DIRS = None
+
+
+def _user_line():
+    """``file:line`` of the innermost frame outside Ember's own packages."""
+    global _PACKAGE_DIRS
+    if _PACKAGE_DIRS is None:
+        import ember
+        import ember.autograd
+        import ember.kernels
+        _PACKAGE_DIRS = tuple(m.__path__[0] for m in (ember, ember.autograd, ember.kernels))
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_PACKAGE_DIRS):
+            return f"{frame.filename}:{frame.lineno}"
+    return "?"
+
+
+def value_read(what):
+    """The ``CompileError`` of reading a tensor's value (``what``) while a step is traced."""
+    return CompileError(
+        f"{what}: reads a tensor's value inside a step traced by ember.compile (at "
+        f"{_user_line()}); a traced step records launches, it cannot branch on data or "
+        f"return host values. Read values outside the compiled function, or return the tensor.")
+
+
+# --- optimizers a step may read and update ------------------------------------------------------
+_OPTIMIZERS = weakref.WeakSet()
+
+
+def register_optimizer(opt):
+    """Called by ``ember.optim.Optimizer``: its parameters and state are read and written by the
+    steps that use them (never captured as constants)."""
+    _OPTIMIZERS.add(opt)
+
+
+# --- tracing -------------------------------------------------------------------------------------
+class _Recorder:
+    """What a traced call launched: ``(backend, op, inputs, params, out)`` per launch, and the
+    checks of data-dependent validation (``check``)."""
+
+    def __init__(self):
+        self.steps = []
+        self.paused = False
+
+    def launch(self, backend, op, inputs, params, out):
+        if not self.paused:
+            self.steps.append(("launch", backend, op, inputs, params, out))
+
+    def check(self, backend, arrays, check):
+        """``check(*values)`` of host copies of ``arrays``, now and at every replay."""
+        self.steps.append(("check", backend, arrays, check))
+        self.paused = True
+        try:
+            values = [backend.execute(Op.TO_HOST, a).reshape(()).item() for a in arrays]
+        finally:
+            self.paused = False
+        check(*values)
+
+
+def _flatten(obj, leaves, path=()):
+    """The structure of ``obj`` (a hashable description) and its leaves, in order."""
+    if isinstance(obj, TensorBase):
+        leaves.append(obj)
+        d = obj._device
+        return ("T", obj._buf.shape, obj._dtype.name, d.type, d.index, d._autodiff,
+                d.checkpointing)
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_flatten(x, leaves) for x in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _flatten(obj[k], leaves)) for k in obj))
+    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
+        return ("V", type(obj).__name__, obj)
+    raise CompileError(f"ember.compile: an argument of type {type(obj).__name__} is neither a "
+                       f"tensor, a Python number or string, nor a tuple, list or dict of them")
+
+
+def _rebuild(spec, leaves):
+    """The structure ``spec`` (of ``_flatten``) with its tensor slots filled from ``leaves``."""
+    kind = spec[0]
+    if kind == "T":
+        return next(leaves)
+    if kind == "V":
+        return spec[2]
+    if kind == "dict":
+        return {k: _rebuild(v, leaves) for k, v in spec[1]}
+    items = [_rebuild(x, leaves) for x in spec[1]]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _arrays(out, acc):
+    """The arrays in a launch's result (an array, or tuples and lists of them)."""
+    if isinstance(out, (tuple, list)):
+        for x in out:
+            _arrays(x, acc)
+    elif hasattr(out, "shape"):
+        acc.append(out)
+    return acc
+
+
+class _Program:
+    """One traced signature: the launches to replay over registers, and how to read the
+    inputs and write the results and the optimizers' new state."""
+
+    def __init__(self, regs, arg_regs, opt_reads, steps, out_spec, out_regs, opt_writes, guards):
+        self.regs = regs            # initial registers: constants filled, the rest None
+        self.arg_regs = arg_regs    # register of each argument tensor, in leaf order
+        self.opt_reads = opt_reads  # (register, optimizer, "param"|key, index)
+        self.steps = steps          # callables step(R)
+        self.out_spec = out_spec    # the result's structure (``_flatten`` of the traced result)
+        self.out_regs = out_regs    # per result tensor: (register, class, device, dtype)
+        self.opt_writes = opt_writes  # (optimizer, index, "param"|key, register, device, dtype, mark)
+        self.guards = guards        # (optimizer, its hyperparameters at trace time)
+
+    def valid(self):
+        return all(opt._hyperparameters() == h for opt, h in self.guards)
+
+    def run(self, leaves):
+        R = list(self.regs)
+        for k, t in zip(self.arg_regs, leaves):
+            if k is not None:
+                R[k] = t._data
+        for k, opt, what, i in self.opt_reads:
+            t = opt._params[i] if what == "param" else opt._state[i][what]
+            R[k] = t._data
+        for step in self.steps:
+            step(R)
+        results = iter([make(cls, R[k], device, dtype) for k, cls, device, dtype in self.out_regs])
+        out = _rebuild(self.out_spec, results)
+        if self.opt_writes:
+            from ember.autograd.graph import leaf
+            for opt, i, what, k, device, dtype, mark in self.opt_writes:
+                if what == "param":
+                    p = opt._params[i]
+                    opt._params[i] = make(type(p), R[k], device, dtype, leaf(p.shape, mark))
+                else:
+                    old = opt._state[i][what]
+                    opt._state[i][what] = make(type(old), R[k], device, dtype)
+        return out
+
+
+def _launch_step(backend, op, ins, params, outs, single):
+    """One launch as a replay step: inputs from registers, outputs into registers."""
+    execute = backend.execute
+    if single:
+        (o,) = outs
+
+        def step(R):
+            R[o] = execute(op, *[R[k] for k in ins], **params)
+    else:
+        def step(R):
+            for k, a in zip(outs, _arrays(execute(op, *[R[k] for k in ins], **params), [])):
+                R[k] = a
+    return step
+
+
+def _check_step(backend, regs, check):
+    def step(R):
+        check(*[backend.execute(Op.TO_HOST, R[k]).reshape(()).item() for k in regs])
+    return step
+
+
+def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
+    regs = []
+    where = {}        # id(array) -> register
+
+    def reg(array, value=None):
+        k = where.get(id(array))
+        if k is None:
+            k = where[id(array)] = len(regs)
+            regs.append(value)
+        return k
+
+    arg_regs = []
+    for t in arg_leaves:
+        arg_regs.append(reg(t._data))
+    opt_reads = []
+    for (opt, what, i), array in snapshot.items():
+        if id(array) not in where:
+            opt_reads.append((reg(array), opt, what, i))
+    # the launches: inputs not made by an earlier launch (nor inputs) are constants
+    raw = []
+    for s in recorder.steps:
+        if s[0] == "launch":
+            _, backend, op, inputs, params, out = s
+            ins = []
+            for a in inputs:
+                k = where.get(id(a))
+                if k is None:
+                    k = reg(a, a)   # a constant: captured by reference
+                ins.append(k)
+            arrays = _arrays(out, [])
+            outs = [reg(a) for a in arrays]
+            raw.append(("launch", backend, op, ins, params, outs, hasattr(out, "shape")))
+        else:
+            _, backend, arrays, check = s
+            raw.append(("check", backend, [where[id(a)] for a in arrays], check))
+    # what the call returns and writes back
+    out_regs = []
+    for t in out_leaves:
+        k = where.get(id(t._data))
+        if k is None:
+            k = reg(t._data, t._data)
+        out_regs.append((k, type(t), t._device, t._dtype))
+    opt_writes = []
+    for opt, i, what, t, mark in opt_after:
+        k = where.get(id(t._data))
+        if k is None:
+            k = reg(t._data, t._data)
+        opt_writes.append((opt, i, what, k, t._device, t._dtype, mark))
+    # keep the launches something needs: results, written state, checks (in reverse order)
+    live = {k for k, *_ in out_regs} | {w[3] for w in opt_writes}
+    kept = []
+    for s in reversed(raw):
+        if s[0] == "launch":
+            if not any(k in live for k in s[5]):
+                continue
+            live.update(s[3])
+        else:
+            live.update(s[2])
+        kept.append(s)
+    kept.reverse()
+    steps = []
+    for s in kept:
+        if s[0] == "launch":
+            _, backend, op, ins, params, outs, single = s
+            steps.append(_launch_step(backend, op, ins, params, outs, single))
+        else:
+            steps.append(_check_step(s[1], s[2], s[3]))
+    guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
+    return _Program(regs, arg_regs, opt_reads, steps, out_spec, out_regs, opt_writes, guards)
+
+
+def _force_all(leaves):
+    for t in leaves:
+        t._data  # noqa: B018  (computes a pending value: its launches are recorded)
+
+
+class Compiled:
+    """A function traced once per input signature and replayed (see the module docstring)."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._programs = {}
+        self.traces = 0
+
+    def __call__(self, *args, **kwargs):
+        if backends.recorder() is not None:   # inside another step's trace: part of it
+            return self.fn(*args, **kwargs)
+        leaves = []
+        spec = _flatten((args, kwargs), leaves)
+        program = self._programs.get(spec)
+        if program is not None and program.valid():
+            return program.run(leaves)
+        out, program = self._trace(args, kwargs, leaves)
+        self._programs[spec] = program
+        return out
+
+    def _trace(self, args, kwargs, leaves):
+        self.traces += 1
+        _force_all(leaves)
+        snapshot = {}
+        for opt in list(_OPTIMIZERS):
+            for i, p in enumerate(opt._params):
+                snapshot[opt, "param", i] = p._data
+                for key, v in opt._state[i].items():
+                    if isinstance(v, TensorBase):
+                        snapshot[opt, key, i] = v._data
+        before = {opt: (list(opt._params), [dict(s) for s in opt._state]) for opt in _OPTIMIZERS}
+        recorder = _Recorder()
+        previous = backends.set_recorder(recorder)
+        try:
+            out = self.fn(*args, **kwargs)
+            out_leaves = []
+            out_spec = _flatten(out, out_leaves)
+            _force_all(out_leaves)
+            opt_after = []
+            for opt, (params, states) in before.items():
+                for i, p in enumerate(opt._params):
+                    if p is not params[i]:
+                        opt_after.append((opt, i, "param", p, p._node.distributed if p._node else None))
+                    for key, v in opt._state[i].items():
+                        if isinstance(v, TensorBase) and v is not states[i].get(key):
+                            opt_after.append((opt, i, key, v, None))
+            _force_all([t for *_, t, _ in opt_after])
+        finally:
+            backends.set_recorder(previous)
+        program = _build(recorder, leaves, snapshot, out_spec, out_leaves, opt_after)
+        # results of the trace itself: as a replay returns them (no graph)
+        results = iter([make(cls, t._data, device, dtype)
+                        for t, (k, cls, device, dtype) in zip(out_leaves, program.out_regs)])
+        return _rebuild(out_spec, results), program
+
+    def clear(self):
+        """Forget every traced signature (the next call traces again)."""
+        self._programs.clear()
+
+
+def compile(fn=None):
+    """``fn`` traced once per input signature, its launches replayed on later calls.
+
+    >>> @ember.compile
+    ... def step(x, w):
+    ...     return (x @ w).tanh().sum()
+    """
+    if fn is None:
+        return compile
+    return Compiled(fn)

@@ -1,0 +1,270 @@
+"""Gradients through complex values and Fourier transforms (DESIGN §12), both strategies.
+
+PyTorch's convention: for a real loss ``L`` of ``z = x + iy`` the gradient of ``z`` is
+``dL/dx + i dL/dy``.  ``CASES`` is the table: each row is a function written once against a
+small namespace (``E`` for Ember, ``T`` for PyTorch: the few names the two spell apart) and
+its inputs (complex or real float64 leaves, or constants).  ``test_gradient`` builds
+
+    loss = sum(real(out) * Wr + imag(out) * Wi)      (fixed random weights; real outputs: Wr)
+
+runs backward under each checkpointing strategy (the ``device`` fixture) and compares every
+leaf's gradient with central differences of the real and imaginary parts (Ember, without
+autodiff) and, where PyTorch is installed, with ``leaf.grad`` of the same function in torch.
+"""
+import types
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+
+import ember
+import ember.fft
+
+try:
+    import torch
+except ImportError:   # the PyTorch comparison is skipped, the finite differences still run
+    torch = None
+
+F64, C128 = ember.float64, ember.complex128
+
+E = types.SimpleNamespace(
+    fft=ember.fft, recip=lambda t: t.recip(), sgn=lambda t: t.sign(), complex=ember.complex,
+    polar=ember.polar, const=lambda a: ember.tensor(a), cat=ember.cat, stack=ember.stack,
+    where=ember.where, index=lambda a: ember.tensor(np.asarray(a)),
+    to=lambda t, name: t.cast(getattr(ember, name)), mixed_matmul=lambda a, b: a @ b)
+T = None if torch is None else types.SimpleNamespace(
+    fft=torch.fft, recip=torch.reciprocal, sgn=torch.sgn, complex=torch.complex,
+    polar=torch.polar, const=torch.tensor, cat=torch.cat, stack=torch.stack, where=torch.where,
+    index=lambda a: torch.tensor(np.asarray(a)), to=lambda t, name: t.to(getattr(torch, name)),
+    mixed_matmul=lambda a, b: a.to(b.dtype) @ b)   # (torch's matmul does not promote)
+
+
+# --- inputs ----------------------------------------------------------------------------------
+def cplx(*shape, lo=0.3, hi=2.0):
+    """A complex leaf, |z| in [lo, hi] at any angle (away from 0: abs, angle, log, division)."""
+    def make(rng):
+        return rng.uniform(lo, hi, shape) * np.exp(1j * rng.uniform(-np.pi, np.pi, shape))
+    return ("complex", make)
+
+
+def real(*shape, lo=-1.0, hi=1.0):
+    return ("real", lambda rng: rng.uniform(lo, hi, shape))
+
+
+def right_half(*shape):
+    """Complex values with positive real part (no branch cut of log, sqrt, pow)."""
+    def make(rng):
+        return rng.uniform(0.3, 2, shape) * np.exp(1j * rng.uniform(-1.3, 1.3, shape))
+    return ("complex", make)
+
+
+class Case:
+    def __init__(self, name, fn, *args, rtol=1e-6, atol=1e-8):
+        self.name, self.fn, self.args, self.rtol, self.atol = name, fn, args, rtol, atol
+
+    def __repr__(self):
+        return self.name
+
+
+def _matmul_batched(m, a, b):
+    return a @ b
+
+
+CASES = [
+    # arithmetic and functions of complex leaves
+    Case("add_sub_neg", lambda m, z, w: -(z + w) - w * 2 + (1 - 2j), cplx(3, 4), cplx(3, 4)),
+    Case("mul", lambda m, z, w: z * w, cplx(3, 4), cplx(3, 4)),
+    Case("mul_broadcast", lambda m, z, w: z * w, cplx(3, 1), cplx(1, 4)),
+    Case("div", lambda m, z, w: z / w + 1 / z, cplx(3, 4), cplx(3, 4)),
+    Case("pow", lambda m, z, w: z ** w, right_half(3, 4), cplx(3, 4, lo=0.1, hi=1.0)),
+    Case("pow_scalar", lambda m, z: z ** 3 + z ** 0.5, right_half(3, 4)),
+    Case("exp", lambda m, z: z.exp(), cplx(3, 4)),
+    Case("log", lambda m, z: z.log(), right_half(3, 4)),
+    Case("sqrt", lambda m, z: z.sqrt(), right_half(3, 4)),
+    Case("rsqrt", lambda m, z: z.rsqrt(), right_half(3, 4)),
+    Case("recip", lambda m, z: m.recip(z), cplx(3, 4)),
+    Case("sin_cos_tan", lambda m, z: z.sin() + z.cos() * 2 + z.tan() * 0.5, cplx(3, 4, hi=1.0)),
+    Case("tanh", lambda m, z: z.tanh(), cplx(3, 4, hi=1.0)),
+    Case("abs", lambda m, z: z.abs(), cplx(3, 4)),
+    Case("sgn", lambda m, z: m.sgn(z), cplx(3, 4)),
+    Case("angle", lambda m, z: z.angle(), cplx(3, 4)),
+    Case("conj", lambda m, z, w: z.conj() * w, cplx(3, 4), cplx(3, 4)),
+    Case("real_imag", lambda m, z: z.real * 2 - z.imag * z.real, cplx(3, 4)),
+    # between real and complex
+    Case("complex", lambda m, x, y: m.complex(x, y) ** 2, real(3, 4), real(3, 4)),
+    Case("polar", lambda m, r, t: m.polar(r, t), real(3, 4, lo=0.5, hi=2), real(3, 4, lo=-3, hi=3)),
+    Case("real_leaf_times_complex", lambda m, x, z: (x * z).exp() + x * 1j, real(3, 4), cplx(3, 4)),
+    Case("cast_real_to_complex", lambda m, x: m.to(x, "complex128") * (1 + 1j), real(3, 4)),
+    Case("cast_complex_to_real", lambda m, z: m.to(z * z, "float64"), cplx(3, 4)),
+    Case("abs_of_real_times_complex", lambda m, x: (x * (0.5 - 2j)).abs(), real(3, 4, lo=0.2)),
+    # reductions, scans, matmul
+    Case("sum_mean", lambda m, z: z.sum(0) * z.mean(1, keepdim=True), cplx(3, 4)),
+    Case("prod", lambda m, z: z.prod(1), cplx(3, 4, lo=0.5, hi=1.5)),
+    Case("cumsum", lambda m, z: z.cumsum(1), cplx(3, 4)),
+    Case("cumprod", lambda m, z: z.cumprod(0), cplx(3, 4, lo=0.5, hi=1.5)),
+    Case("matmul", lambda m, a, b: a @ b, cplx(3, 4), cplx(4, 2)),
+    Case("matmul_vec", lambda m, a, b: a @ b, cplx(4), cplx(4, 3)),
+    Case("matmul_batched", _matmul_batched, cplx(2, 3, 4), cplx(4, 2)),
+    Case("matmul_real_complex", lambda m, a, b: m.mixed_matmul(a, b), real(3, 4), cplx(4, 2)),
+    # layout and indexing
+    Case("layout", lambda m, z: z.reshape(4, 3).T.flip(0)[1:, ::2] * 1j, cplx(3, 4)),
+    Case("cat_stack", lambda m, z, w: m.cat([z, m.stack([w, w * 1j]).sum(0)], 1),
+         cplx(3, 2), cplx(3, 4)),
+    Case("index_select_gather",
+         lambda m, z: z.index_select(1, m.index([3, 0, 3])) + z.gather(1, m.index([[1, 0, 2]] * 3)),
+         cplx(3, 4)),
+    Case("where", lambda m, z, w: m.where(m.const(np.array([True, False, True, False])), z, w),
+         cplx(3, 4), cplx(3, 4)),
+    # Fourier transforms: batched (leading dims) and unbatched, every norm
+    Case("fft", lambda m, z: m.fft.fft(z), cplx(8)),
+    Case("fft_batched_ortho", lambda m, z: m.fft.fft(z, norm="ortho"), cplx(3, 8)),
+    Case("ifft_forward", lambda m, z: m.fft.ifft(z, dim=0, norm="forward"), cplx(5, 3)),
+    Case("fft_pad", lambda m, z: m.fft.fft(z, n=11), cplx(2, 8)),
+    Case("fft_trim", lambda m, z: m.fft.fft(z, n=5, dim=0), cplx(7, 3)),
+    Case("fft_of_real", lambda m, x: m.fft.fft(x), real(3, 6)),
+    Case("fft2", lambda m, z: m.fft.fft2(z), cplx(2, 4, 5)),
+    Case("ifft2_s", lambda m, z: m.fft.ifft2(z, s=(3, 6)), cplx(4, 5)),
+    Case("fftn", lambda m, z: m.fft.fftn(z, dim=(0, 2), norm="ortho"), cplx(3, 2, 4)),
+    Case("ifftn", lambda m, z: m.fft.ifftn(z), cplx(3, 4)),
+    Case("rfft_even", lambda m, x: m.fft.rfft(x), real(8)),
+    Case("rfft_odd_batched", lambda m, x: m.fft.rfft(x, norm="forward"), real(3, 7)),
+    Case("rfft_pad", lambda m, x: m.fft.rfft(x, n=10, dim=0, norm="ortho"), real(6, 2)),
+    Case("rfft2", lambda m, x: m.fft.rfft2(x), real(2, 4, 6)),
+    Case("rfftn_order", lambda m, x: m.fft.rfftn(x, dim=(1, 0)), real(4, 5)),
+    Case("irfft", lambda m, z: m.fft.irfft(z), cplx(5)),
+    Case("irfft_odd_batched", lambda m, z: m.fft.irfft(z, n=9, norm="ortho"), cplx(3, 5)),
+    Case("irfft_trim", lambda m, z: m.fft.irfft(z, n=4, norm="forward"), cplx(2, 6)),
+    Case("irfft2", lambda m, z: m.fft.irfft2(z), cplx(2, 3, 4)),
+    Case("irfftn_s", lambda m, z: m.fft.irfftn(z, s=(4, 7)), cplx(3, 4)),
+    Case("hfft", lambda m, z: m.fft.hfft(z), cplx(2, 5)),
+    Case("hfft_odd", lambda m, z: m.fft.hfft(z, n=7, norm="ortho"), cplx(4)),
+    Case("ihfft", lambda m, x: m.fft.ihfft(x), real(2, 6)),
+    Case("ihfft_odd", lambda m, x: m.fft.ihfft(x, norm="forward"), real(7)),
+    Case("fftshift", lambda m, z: m.fft.fftshift(m.fft.fft(z)) * 1j, cplx(2, 5)),
+    Case("ifftshift", lambda m, z: m.fft.ifftshift(z, dim=1) * 1j, cplx(3, 6)),
+    Case("spectral_chain",
+         lambda m, x, k: m.fft.irfft(m.fft.rfft(x) * k, n=8).abs(), real(3, 8), cplx(5)),
+]
+
+
+def _draw(case):
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()))
+    arrays = [gen(rng) for _, gen in case.args]
+    return arrays, rng
+
+
+def _weights(out, rng):
+    wr = rng.uniform(0.5, 1.5, out.shape) * rng.choice([-1.0, 1.0], out.shape)
+    wi = rng.uniform(0.5, 1.5, out.shape) * rng.choice([-1.0, 1.0], out.shape)
+    return wr, wi
+
+
+def _loss(m, out, wr, wi):
+    if out.dtype.is_complex:
+        return (out.real * m.const(wr) + out.imag * m.const(wi)).sum()
+    return (out * m.const(wr)).sum()
+
+
+def _ember_inputs(case, arrays, device=None):
+    return [ember.tensor(a, dtype=C128 if kind == "complex" else F64, device=device)
+            for (kind, _), a in zip(case.args, arrays)]
+
+
+def _numeric(case, arrays, wr, wi, eps=1e-6):
+    """Central differences: dL/dx + i dL/dy per element of each complex leaf, dL/dx of real."""
+    def loss(values):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(_loss(E, case.fn(E, *_ember_inputs(case, values)), wr, wi).item())
+    grads = []
+    for i, ((kind, _), a) in enumerate(zip(case.args, arrays)):
+        g = np.zeros(a.shape, np.complex128 if kind == "complex" else np.float64)
+        steps = (1.0, 1j) if kind == "complex" else (1.0,)
+        for idx in np.ndindex(a.shape):
+            for step in steps:
+                vals = [x.copy() for x in arrays]
+                vals[i][idx] = a[idx] + eps * step
+                up = loss(vals)
+                vals[i][idx] = a[idx] - eps * step
+                down = loss(vals)
+                g[idx] += (up - down) / (2 * eps) * step
+        grads.append(g)
+    return grads
+
+
+def _ember_grads(case, arrays, wr, wi, device):
+    leaves = [t.require_grad() for t in _ember_inputs(case, arrays, device)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = case.fn(E, *leaves)
+        grads = _loss(E, out, wr, wi).backward()
+    result = []
+    for t in leaves:
+        g = t.grad(grads)
+        assert g is not None, f"{case.name}: a leaf got no gradient"
+        assert g.shape == t.shape and g.dtype == t.dtype, (case.name, g.shape, g.dtype, t.dtype)
+        assert not g.is_autodiff()
+        result.append(g.numpy())
+    return out, result
+
+
+def _torch_grads(case, arrays, wr, wi):
+    leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _loss(T, case.fn(T, *leaves), wr, wi).backward()
+    return [t.grad.resolve_conj().numpy() for t in leaves]
+
+
+def _prepare(case):
+    arrays, rng = _draw(case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe = case.fn(E, *_ember_inputs(case, arrays))
+    return arrays, _weights(probe, rng)
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_gradient_matches_finite_differences(case, device):
+    arrays, (wr, wi) = _prepare(case)
+    _, got = _ember_grads(case, arrays, wr, wi, device)
+    for i, (g, want) in enumerate(zip(got, _numeric(case, arrays, wr, wi))):
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-7,
+                                   err_msg=f"{case.name}: input {i} vs central differences")
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_gradient_matches_torch(case, device):
+    arrays, (wr, wi) = _prepare(case)
+    out, got = _ember_grads(case, arrays, wr, wi, device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_out = case.fn(T, *[torch.tensor(a) for a in arrays])
+    np.testing.assert_allclose(out.numpy(), t_out.resolve_conj().numpy(), rtol=1e-10, atol=1e-12,
+                               err_msg=f"{case.name}: forward vs torch")
+    for i, (g, want) in enumerate(zip(got, _torch_grads(case, arrays, wr, wi))):
+        np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol,
+                                   err_msg=f"{case.name}: input {i} vs torch's leaf.grad")
+
+
+# --- the contract around complex leaves ---------------------------------------------------------
+def test_complex_leaf_and_its_gradient_dtype(device):
+    z = ember.tensor([1 + 2j, -1j], dtype=ember.complex64, device=device).require_grad()
+    assert z.is_require_grad()
+    grads = (z * z.conj()).real.sum().backward()   # |z|^2: gradient 2z
+    g = z.grad(grads)
+    assert g.dtype == ember.complex64
+    np.testing.assert_allclose(g.numpy(), [2 + 4j, -2j], rtol=1e-6)
+
+
+def test_complex_root_is_refused(device):
+    z = ember.tensor([1 + 2j], device=device).require_grad()
+    with pytest.raises(ember.AutodiffError, match="complex"):
+        (z * 2).sum().backward()
+
+
+def test_int_leaf_still_refused(device):
+    with pytest.raises(TypeError, match="Float and Complex"):
+        ember.tensor([1, 2], device=device).require_grad()

@@ -1,0 +1,264 @@
+"""``ember.compile`` (DESIGN §10): a traced step replays exactly what eager computes.
+
+Every test builds its tensors on the table device (``checks.DEVICE``: the CPU, or CUDA in the
+simulator tier); the tests marked ``devices`` run in both tiers.  Replays run the very
+launches of the trace, so results, gradients and optimizer state are compared bit for bit.
+"""
+import time
+
+import numpy as np
+import pytest
+from checks import DEVICE, compiled_in_new_process
+
+import ember
+import ember.nn.functional as F
+import ember.optim
+
+NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED
+pytestmark = pytest.mark.devices
+
+
+def t(a, dtype=ember.float32, device=None):
+    return ember.tensor(np.asarray(a), dtype=dtype, device=device or DEVICE)
+
+
+def same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            same(a[k], b[k])
+    elif isinstance(a, ember.Tensor):
+        assert a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    else:
+        assert a == b
+
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((6, 5))
+W = RNG.standard_normal((5, 4))
+IDX = RNG.integers(0, 5, (6, 3))
+
+# op families: each a function of (x, w) returning tensors (a structure of them)
+FAMILIES = {
+    "elementwise": lambda x, w: ((x * 2 + 1).exp().tanh() - x.sigmoid() / (x.abs() + 1),),
+    "compare_where": lambda x, w: (ember.where(x > 0, x, x * 0.1), (x < 0).any(dim=1)),
+    "reductions": lambda x, w: (x.sum(), x.mean(dim=0), x.max(dim=1), x.argmax(dim=1),
+                                x.var(dim=0), x.cumsum(dim=1)),
+    "matmul_softmax": lambda x, w: ((x @ w).softmax(-1), (x @ w).log_softmax(0)),
+    "layout": lambda x, w: (x.T[::2], x.reshape(3, 10).permute(1, 0), x.flip(0)[1:4],
+                            ember.cat([x, x * 2], 1), ember.stack([x, x], 0)),
+    "indexing": lambda x, w: (x.gather(1, t(IDX, ember.int64)), x.index_select(1, t([4, 0, 2], ember.int64)),
+                              x.scatter(1, t(IDX, ember.int64), 0.5), x.sort(1), x.topk(2)),
+    "nested_outputs": lambda x, w: {"a": [x + 1, (x * 2, x.sum())], "b": x.shape[0]},
+}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_results_equal_eager(family):
+    fn = FAMILIES[family]
+    step = ember.compile(fn)
+    x, w = t(X), t(W)
+    want = fn(x, w)
+    for _ in range(3):   # the trace, then replays
+        same(step(x, w), want)
+    assert step.traces == 1
+    x2 = t(X * -0.5)   # new values, the same signature: a replay computes them
+    same(step(x2, w), fn(x2, w))
+    assert step.traces == 1
+
+
+def _loss(x, w, target):
+    h = (x @ w).tanh()
+    return F.cross_entropy(h, target) + (w * w).sum() * 0.01
+
+
+@pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
+def test_gradients_equal_eager(strategy):
+    dev = DEVICE.gradient_checkpointing(strategy)
+    target = t([0, 3, 1, 2, 2, 0], ember.int64)
+
+    def grads(x, w):
+        w = w.autodiff().require_grad()
+        loss = _loss(x, w, target)
+        g = loss.backward()
+        return loss, w.grad(g)
+
+    step = ember.compile(grads)
+    x, w = t(X, ember.float64), t(W, ember.float64, dev)
+    want = grads(x, w)
+    for _ in range(3):
+        got = step(x, w)
+        same(got[1], want[1])
+        np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
+def _mlp_params(dev, seed=5):
+    rng = np.random.default_rng(seed)
+    shapes = [(5, 8), (8,), (8, 4), (4,)]
+    return [t(rng.standard_normal(s) * 0.5, ember.float32, dev).require_grad() for s in shapes]
+
+
+def _train_step(opt, x, target):
+    w1, b1, w2, b2 = opt.params
+    loss = F.cross_entropy((x @ w1 + b1).tanh() @ w2 + b2, target)
+    opt.step(loss.backward())
+    return loss
+
+
+@pytest.mark.parametrize("make", [lambda ps: ember.optim.Adam(ps, lr=0.05),
+                                  lambda ps: ember.optim.AdamW(ps, lr=0.05, amsgrad=True),
+                                  lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1)],
+                         ids=["adam", "adamw_amsgrad", "sgd_momentum_dampening"])
+@pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
+def test_training_step_state_advances_as_in_eager(make, strategy):
+    dev = DEVICE.gradient_checkpointing(strategy)
+    x, target = t(X), t([0, 3, 1, 2, 2, 0], ember.int64)
+    eager_opt, compiled_opt = make(_mlp_params(dev)), make(_mlp_params(dev))
+    step = ember.compile(lambda x, target: _train_step(compiled_opt, x, target))
+    for _ in range(4):
+        same(step(x, target), _train_step(eager_opt, x, target).inner())
+    assert step.traces == 1
+    for p, q in zip(compiled_opt.params, eager_opt.params):
+        assert p.is_require_grad()
+        same(p.inner(), q.inner())
+    for i in range(4):
+        same(compiled_opt.state(i), eager_opt.state(i))
+
+
+def test_hyperparameter_change_traces_again():
+    opt = ember.optim.SGD(_mlp_params(DEVICE.autodiff()), lr=0.1)
+    x, target = t(X), t([0, 3, 1, 2, 2, 0], ember.int64)
+    step = ember.compile(lambda x, target: _train_step(opt, x, target))
+    step(x, target)
+    step(x, target)
+    assert step.traces == 1
+    opt.lr = 0.01
+    step(x, target)
+    assert step.traces == 2
+
+
+def test_a_new_shape_dtype_or_device_traces_again():
+    step = ember.compile(lambda a: (a * 2).sum(0))
+    step(t(np.ones((2, 3))))
+    step(t(np.zeros((2, 3))))
+    assert step.traces == 1
+    same(step(t(np.ones((4, 3)))), t(np.full(3, 8.0)))
+    assert step.traces == 2
+    same(step(t(np.ones((4, 3)), ember.float64)), t(np.full(3, 8.0), ember.float64))
+    assert step.traces == 3
+    step(t(np.ones((4, 3)), ember.float64, DEVICE.autodiff()))
+    assert step.traces == 4
+
+
+def test_python_numbers_are_static():
+    step = ember.compile(lambda a, k: a * k)
+    x = t([1.0, 2.0])
+    same(step(x, 3.0), x * 3.0)
+    same(step(x, 3.0), x * 3.0)
+    assert step.traces == 1
+    same(step(x, 4.0), x * 4.0)   # another value: another trace
+    assert step.traces == 2
+    same(step(x, t(5.0)), x * 5.0)   # a 0-d tensor is an input: its value may change
+    same(step(x, t(6.0)), x * 6.0)
+    assert step.traces == 3
+
+
+def test_closed_over_tensors_are_constants():
+    w = t([1.0, 2.0, 3.0])
+    step = ember.compile(lambda a: a * w + ember.ones(3, device=DEVICE))
+    x = t([1.0, 1.0, 1.0])
+    same(step(x), x * w + 1)
+    same(step(x), x * w + 1)
+
+
+@pytest.mark.parametrize("read", ["item", "float", "bool", "numpy", "tolist", "repr", "int"])
+def test_a_value_read_raises_compile_error(read):
+    reads = {"item": lambda y: y.sum().item(), "float": lambda y: float(y.sum()),
+             "bool": lambda y: bool(y.sum() > 0), "numpy": lambda y: y.numpy(),
+             "tolist": lambda y: y.tolist(), "repr": lambda y: repr(y),
+             "int": lambda y: int(y.sum())}
+
+    def fn(a):
+        y = a * 2
+        reads[read](y)
+        return y
+
+    step = ember.compile(fn)
+    with pytest.raises(ember.CompileError, match=r"inside a step traced by ember.compile \(at .*test_compile.py:\d+\)"):
+        step(t([1.0, 2.0]))
+    assert isinstance(ember.CompileError("x"), RuntimeError)
+
+
+def test_index_checks_run_at_every_replay():
+    step = ember.compile(lambda x, i: x.gather(1, i))
+    x = t(X)
+    same(step(x, t(IDX, ember.int64)), x.gather(1, t(IDX, ember.int64)))
+    bad = IDX.copy()
+    bad[2, 1] = 5
+    with pytest.raises(IndexError, match="gather: index 5 is out of range for dim 1 of size 5"):
+        step(x, t(bad, ember.int64))
+    assert step.traces == 1
+
+
+def test_random_ops_draw_new_values_at_every_call():
+    step = ember.compile(lambda a: a + ember.random.normal(a.shape, device=DEVICE))
+    x = t(np.zeros(8))
+    first, second = step(x).numpy(), step(x).numpy()
+    assert not np.array_equal(first, second)
+
+
+def test_bad_arguments_raise():
+    step = ember.compile(lambda a: a)
+    with pytest.raises(ember.CompileError, match="neither a tensor"):
+        step(object())
+
+
+def test_a_long_unrolled_loop_traces_in_bounded_time():
+    def integrate(y, k):
+        for _ in range(2500):   # 4 ops a step: 10^4 recorded launches
+            y = y + (y * k).tanh() * 0.001
+        return y
+
+    step = ember.compile(integrate)
+    y, k = t([0.1, 0.2, 0.3], ember.float64), t(-0.5, ember.float64)
+    start = time.perf_counter()
+    got = step(y, k)
+    traced = time.perf_counter() - start
+    same(step(y, k), got)
+    same(got, integrate(y, k))
+    assert traced < 120, f"tracing 10^4 ops took {traced:.1f} s"
+
+
+CACHE_SCRIPT = """
+import numpy as np, ember, ember.optim, ember.nn.functional as F
+dev = ember.Device.cpu().autodiff()
+rng = np.random.default_rng(0)
+ps = [ember.tensor(rng.standard_normal(s), dtype=ember.float32, device=dev).require_grad()
+      for s in ((3, 4), (4,))]
+opt = ember.optim.Adam(ps, lr=0.1)
+x = ember.tensor(rng.standard_normal((5, 3)), dtype=ember.float32)
+y = ember.tensor([0, 1, 2, 3, 0])
+
+@ember.compile
+def step(x, y):
+    w, b = opt.params
+    loss = F.cross_entropy(x @ w + b, y)
+    opt.step(loss.backward())
+    return loss
+
+for _ in range(3):
+    step(x, y).numpy()
+assert step.traces == 1
+"""
+
+
+@pytest.mark.skipif(DEVICE.type != "cpu", reason="the disk cache of CPU kernels")
+def test_a_second_process_traces_once_and_compiles_nothing(tmp_path):
+    first = compiled_in_new_process(CACHE_SCRIPT, tmp_path)
+    assert first   # the first process compiled the step's kernels
+    assert compiled_in_new_process(CACHE_SCRIPT, tmp_path) == []
