@@ -140,3 +140,94 @@ def test_core_creation_dtype_none_is_the_default_float():
               ember.empty(3, dtype=None), ember.eye(2, dtype=None),
               ember.linspace(0, 1, 3, dtype=None)):
         assert t.dtype is ember.float32
+
+
+# --- the linalg and fft extensions (xp.linalg over ember.linalg, xp.fft over ember.fft) -----
+_A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+_STACK = np.stack([_A, _A + np.eye(3)])
+_B = np.arange(6.0).reshape(3, 2) - 2.5
+_V = np.array([1.0, -2.0, 0.5])
+_SIGNAL = np.array([1.0, 2.0, 0.0, -1.0, 0.5, 3.0])
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda x: xp.linalg.cholesky(x(_STACK)), lambda: np.linalg.cholesky(_STACK)),
+    (lambda x: xp.linalg.cholesky(x(_A), upper=True), lambda: np.linalg.cholesky(_A).T),
+    (lambda x: xp.linalg.det(x(_STACK)), lambda: np.linalg.det(_STACK)),
+    (lambda x: xp.linalg.inv(x(_A)), lambda: np.linalg.inv(_A)),
+    (lambda x: xp.linalg.eigvalsh(x(_STACK)), lambda: np.linalg.eigvalsh(_STACK)),
+    (lambda x: xp.linalg.eigh(x(_A)).eigenvalues, lambda: np.linalg.eigh(_A).eigenvalues),
+    (lambda x: xp.linalg.svdvals(x(_B)), lambda: np.linalg.svd(_B, compute_uv=False)),
+    (lambda x: xp.linalg.slogdet(x(_STACK)).logabsdet, lambda: np.linalg.slogdet(_STACK)[1]),
+    (lambda x: xp.linalg.matrix_norm(x(_B), ord="nuc"), lambda: np.linalg.norm(_B, "nuc")),
+    (lambda x: xp.linalg.matrix_norm(x(_STACK), keepdims=True, ord=1),
+     lambda: np.linalg.norm(_STACK, 1, axis=(-2, -1), keepdims=True)),
+    (lambda x: xp.linalg.vector_norm(x(_B), axis=0, ord=3),
+     lambda: np.linalg.norm(_B, 3, axis=0)),
+    (lambda x: xp.linalg.matrix_power(x(_A), -2), lambda: np.linalg.matrix_power(_A, -2)),
+    (lambda x: xp.linalg.pinv(x(_B)), lambda: np.linalg.pinv(_B)),
+    (lambda x: xp.linalg.outer(x(_V), x(_V[:2])), lambda: np.outer(_V, _V[:2])),
+    (lambda x: xp.linalg.cross(x(_STACK), x(_V)), lambda: np.cross(_STACK, _V)),
+    (lambda x: xp.linalg.diagonal(x(_B), offset=-1), lambda: np.diagonal(_B, -1)),
+    (lambda x: xp.linalg.trace(x(_STACK), offset=1), lambda: np.trace(_STACK, 1, -2, -1)),
+    (lambda x: xp.linalg.vecdot(x(_B), x(_B), axis=0), lambda: np.sum(_B * _B, 0)),
+    (lambda x: xp.linalg.tensordot(x(_A), x(_B), axes=1), lambda: np.tensordot(_A, _B, 1)),
+    # x2 of shape x1.shape[:-1] is a stack of matrices here (torch would read vectors)
+    (lambda x: xp.linalg.solve(x(_STACK), x(_STACK[0])),
+     lambda: np.linalg.solve(_STACK, np.broadcast_to(_STACK[0], _STACK.shape))),
+    (lambda x: xp.linalg.solve(x(_STACK), x(_V)), lambda: np.linalg.solve(_STACK, _V[None, :, None])[..., 0]),
+], ids=["cholesky", "cholesky_upper", "det", "inv", "eigvalsh", "eigh", "svdvals", "slogdet",
+        "norm_nuc", "norm_1_keepdims", "vector_norm_3", "matrix_power", "pinv", "outer", "cross",
+        "diagonal", "trace", "vecdot", "tensordot", "solve_matrices", "solve_vector"])
+def test_linalg_extension(fn, ref):
+    check(fn(lambda a: xp.asarray(a, dtype=xp.float64)), ref(), rtol=1e-10)
+
+
+def test_linalg_extension_factorisations_and_tolerances():
+    x = xp.asarray(_B, dtype=xp.float64)
+    U, S, Vh = xp.linalg.svd(x, full_matrices=False)
+    check(U @ (S[:, None] * Vh), _B, rtol=1e-12)
+    Q, R = xp.linalg.qr(x)
+    check(Q @ R, _B, rtol=1e-12)
+    assert type(xp.linalg.qr(x)).__name__ == "QRResult" and xp.linalg.slogdet(x[:2]).sign.shape == ()
+    low_rank = np.outer(_V, _V) + 1e-9 * np.eye(3)
+    assert int(xp.linalg.matrix_rank(xp.asarray(low_rank, dtype=xp.float32))) == 1   # eps * 3
+    assert int(xp.linalg.matrix_rank(xp.asarray(low_rank, dtype=xp.float64))) == 3
+    # one rtol per matrix of the stack
+    stack = xp.asarray(np.stack([np.diag([1.0, 0.1]), np.diag([1.0, 0.1])]), dtype=xp.float64)
+    check(xp.linalg.matrix_rank(stack, rtol=xp.asarray([0.05, 0.5], dtype=xp.float64)),
+          np.array([2, 1]))
+    check(xp.linalg.pinv(stack, rtol=xp.asarray([0.05, 0.5], dtype=xp.float64)),
+          np.stack([np.diag([1.0, 10.0]), np.diag([1.0, 0.0])]), rtol=1e-12)
+    assert xp.linalg.trace(xp.asarray([[1, 2], [3, 4]], dtype=xp.int8)).dtype is xp.int64
+    with pytest.raises(ValueError, match="linalg.cross"):
+        xp.linalg.cross(xp.asarray(_B), xp.asarray(_B), axis=-1)
+    with pytest.raises(TypeError, match="linalg.cholesky"):
+        xp.linalg.cholesky(_A)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda x: xp.fft.fft(x(_SIGNAL), n=8, norm="ortho"), lambda: np.fft.fft(_SIGNAL, 8, norm="ortho")),
+    (lambda x: xp.fft.ifft(x(_SIGNAL).astype(xp.complex128)), lambda: np.fft.ifft(_SIGNAL)),
+    (lambda x: xp.fft.fftn(x(_B), s=(4, 2), axes=(0, 1)), lambda: np.fft.fftn(_B, (4, 2), (0, 1))),
+    (lambda x: xp.fft.ifftn(x(_B), norm="forward"), lambda: np.fft.ifftn(_B, norm="forward")),
+    (lambda x: xp.fft.rfft(x(_B), axis=0), lambda: np.fft.rfft(_B, axis=0)),
+    (lambda x: xp.fft.irfft(xp.fft.rfft(x(_SIGNAL)), n=6), lambda: _SIGNAL),
+    (lambda x: xp.fft.rfftn(x(_B)), lambda: np.fft.rfftn(_B)),
+    (lambda x: xp.fft.irfftn(x(_B), s=(3, 4), axes=(0, 1)), lambda: np.fft.irfftn(_B, (3, 4), (0, 1))),
+    (lambda x: xp.fft.hfft(x(_SIGNAL)), lambda: np.fft.hfft(_SIGNAL)),
+    (lambda x: xp.fft.ihfft(x(_SIGNAL)), lambda: np.fft.ihfft(_SIGNAL)),
+    (lambda x: xp.fft.fftshift(x(_B), axes=0), lambda: np.fft.fftshift(_B, 0)),
+    (lambda x: xp.fft.ifftshift(x(_B)), lambda: np.fft.ifftshift(_B)),
+    (lambda x: xp.fft.fftfreq(5, d=0.5, dtype=xp.float64), lambda: np.fft.fftfreq(5, 0.5)),
+    (lambda x: xp.fft.rfftfreq(6, dtype=xp.float64), lambda: np.fft.rfftfreq(6)),
+], ids=["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
+        "fftshift", "ifftshift", "fftfreq", "rfftfreq"])
+def test_fft_extension(fn, ref):
+    check(fn(lambda a: xp.asarray(a, dtype=xp.float64)), ref(), rtol=1e-12, atol=1e-15)
+
+
+def test_fft_extension_dtypes():
+    assert xp.fft.rfft(xp.asarray(_SIGNAL, dtype=xp.float32)).dtype is xp.complex64
+    assert xp.fft.irfft(xp.asarray(_SIGNAL, dtype=xp.complex128)).dtype is xp.float64
+    assert xp.fft.fftfreq(4).dtype is xp.float32

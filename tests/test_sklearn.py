@@ -4,9 +4,8 @@ With ``sklearn.set_config(array_api_dispatch=True)`` (and ``SCIPY_ARRAY_API=1``,
 tests/conftest.py before SciPy is imported) scikit-learn finds the namespace through
 ``Tensor.__array_namespace__``.  Each row fits/transforms or scores with Ember tensors in,
 checks that Ember tensors (or Python floats, for scores) come out, and compares with
-scikit-learn's own numpy results.  Estimators and metrics that need ``xp.linalg``
-(PCA, Ridge, LinearDiscriminantAnalysis, balanced_accuracy_score, cohen_kappa_score, ...)
-follow with the linalg issue.
+scikit-learn's own numpy results.  PCA, Ridge and LinearDiscriminantAnalysis run on
+``xp.linalg`` (svd, eigh, solve: ``ember.linalg`` underneath).
 
 Labels are integers, so scores computed from them use the namespace's default float,
 float32 (as with PyTorch): those rows compare at float32 precision.
@@ -17,6 +16,7 @@ import pytest
 import ember
 
 sklearn = pytest.importorskip("sklearn")
+from sklearn import decomposition, discriminant_analysis, linear_model  # noqa: E402
 from sklearn import metrics, preprocessing  # noqa: E402
 from sklearn.metrics import pairwise  # noqa: E402
 
@@ -117,7 +117,8 @@ CLASSIFICATION = [("accuracy_score", {}), ("zero_one_loss", {}), ("hamming_loss"
                   ("f1_score", {"average": "macro"}), ("precision_score", {"average": "micro"}),
                   ("recall_score", {"average": "weighted"}), ("jaccard_score", {"average": "macro"}),
                   ("fbeta_score", {"beta": 0.5, "average": "macro"}), ("confusion_matrix", {}),
-                  ("multilabel_confusion_matrix", {}), ("precision_recall_fscore_support", {})]
+                  ("multilabel_confusion_matrix", {}), ("precision_recall_fscore_support", {}),
+                  ("balanced_accuracy_score", {}), ("cohen_kappa_score", {})]
 BINARY_SCORES = ["roc_auc_score", "average_precision_score", "roc_curve", "det_curve",
                  "precision_recall_curve"]
 PROBABILITIES = ["log_loss", "brier_score_loss", "d2_brier_score", "d2_log_loss_score"]
@@ -177,6 +178,43 @@ def _pairwise_cases():
 def test_pairwise(fn, data, kw):
     got = fn(*[ember.tensor(a) for a in data], **kw)
     _compare(got, np.asarray(_numpy(fn, *data, **kw)), F64)
+
+
+# estimators on xp.linalg: (name, make, fit arguments, fitted attributes to compare, and
+# what to compare after fitting: name -> function of the fitted estimator and the data)
+C_X = X + C_TRUE[:24, None]          # three classes that the features separate
+LINALG_ESTIMATORS = [
+    ("pca_full", lambda: decomposition.PCA(n_components=3, svd_solver="full"), (X,),
+     ("components_", "explained_variance_", "explained_variance_ratio_", "singular_values_",
+      "mean_"),
+     {"transform": lambda e, a: e.transform(a),
+      "inverse_transform": lambda e, a: e.inverse_transform(e.transform(a))}),
+    ("pca_whiten", lambda: decomposition.PCA(n_components=2, svd_solver="full", whiten=True),
+     (X,), ("components_", "noise_variance_"),
+     {"transform": lambda e, a: e.transform(a)}),
+    ("ridge_svd", lambda: linear_model.Ridge(alpha=0.5, solver="svd"), (X, Y_TRUE[:24]),
+     ("coef_", "intercept_"), {"predict": lambda e, a: e.predict(a)}),
+    ("ridge_svd_multi", lambda: linear_model.Ridge(alpha=2.0, solver="svd", fit_intercept=False),
+     (X, np.stack([Y_TRUE[:24], Y_PRED[:24]], 1)), ("coef_",),
+     {"predict": lambda e, a: e.predict(a)}),
+    ("lda_svd", lambda: discriminant_analysis.LinearDiscriminantAnalysis(), (C_X, C_TRUE[:24]),
+     ("coef_", "intercept_", "means_", "explained_variance_ratio_"),
+     {"predict": lambda e, a: e.predict(a), "predict_proba": lambda e, a: e.predict_proba(a),
+      "transform": lambda e, a: e.transform(a)}),
+]
+
+
+@pytest.mark.parametrize("make, fit_args, attributes, outputs",
+                         [e[1:] for e in LINALG_ESTIMATORS], ids=[e[0] for e in LINALG_ESTIMATORS])
+def test_linalg_estimator(make, fit_args, attributes, outputs):
+    est = make().fit(*[ember.tensor(a) for a in fit_args])
+    ref = _numpy(lambda: make().fit(*fit_args))
+    for name in attributes:
+        want = getattr(ref, name)
+        _compare(getattr(est, name), np.asarray(want) if np.ndim(want) else float(want), F64 * 100)
+    data = fit_args[0]
+    for name, fn in outputs.items():
+        _compare(fn(est, ember.tensor(data)), _numpy(fn, ref, data), F64 * 100)
 
 
 def test_array_api_compat_finds_the_namespace():

@@ -12,7 +12,8 @@ kernels, autodiff and fusion.
 >>> xp.sum(x, axis=0), xp.concat([x, x], axis=None).shape
 (tensor([4., 6.], dtype=float32), (8,))
 
-The ``linalg`` and ``fft`` extensions are not part of this module yet.
+The ``linalg`` and ``fft`` extensions are ``xp.linalg`` and ``xp.fft`` (over ``ember.linalg``
+and ``ember.fft``).
 """
 import math as _math
 
@@ -38,6 +39,8 @@ from ._statistics import (all, any, argmax, argmin, argsort, count_nonzero, cumu
                           cumulative_sum, diff, max, mean, min, nonzero, prod, searchsorted, sort,
                           std, sum, unique_all, unique_counts, unique_inverse, unique_values, var,
                           where)
+
+from . import fft, linalg
 
 __array_api_version__ = "2024.12"
 
@@ -67,7 +70,7 @@ def _namespace(api_version):
 
 
 __all__ = [
-    "__array_api_version__", "__array_namespace_info__",
+    "__array_api_version__", "__array_namespace_info__", "fft", "linalg",
     "e", "inf", "nan", "pi", "newaxis",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
