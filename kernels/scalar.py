@@ -747,7 +747,7 @@ def sign_c(a):
     # z / |z| (numpy 2, torch.sgn); 0 stays 0
     m = abs(a)
     if m == 0:
-        return a
+        return a - a   # +0 + 0j for every signed zero (numpy, torch.sgn, the standard)
     return complex(a.real / m, a.imag / m)
 
 

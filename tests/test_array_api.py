@@ -165,6 +165,7 @@ _SIGNAL = np.array([1.0, 2.0, 0.0, -1.0, 0.5, 3.0])
     (lambda x: xp.linalg.vector_norm(x(_B), axis=0, ord=3),
      lambda: np.linalg.norm(_B, 3, axis=0)),
     (lambda x: xp.linalg.matrix_power(x(_A), -2), lambda: np.linalg.matrix_power(_A, -2)),
+    (lambda x: xp.linalg.vector_norm(x(np.array(-2.0)), keepdims=True), lambda: np.array(2.0)),
     (lambda x: xp.linalg.pinv(x(_B)), lambda: np.linalg.pinv(_B)),
     (lambda x: xp.linalg.outer(x(_V), x(_V[:2])), lambda: np.outer(_V, _V[:2])),
     (lambda x: xp.linalg.cross(x(_STACK), x(_V)), lambda: np.cross(_STACK, _V)),
@@ -177,7 +178,7 @@ _SIGNAL = np.array([1.0, 2.0, 0.0, -1.0, 0.5, 3.0])
      lambda: np.linalg.solve(_STACK, np.broadcast_to(_STACK[0], _STACK.shape))),
     (lambda x: xp.linalg.solve(x(_STACK), x(_V)), lambda: np.linalg.solve(_STACK, _V[None, :, None])[..., 0]),
 ], ids=["cholesky", "cholesky_upper", "det", "inv", "eigvalsh", "eigh", "svdvals", "slogdet",
-        "norm_nuc", "norm_1_keepdims", "vector_norm_3", "matrix_power", "pinv", "outer", "cross",
+        "norm_nuc", "norm_1_keepdims", "vector_norm_3", "matrix_power", "vector_norm_0d_keepdims", "pinv", "outer", "cross",
         "diagonal", "trace", "vecdot", "tensordot", "solve_matrices", "solve_vector"])
 def test_linalg_extension(fn, ref):
     check(fn(lambda a: xp.asarray(a, dtype=xp.float64)), ref(), rtol=1e-10)
@@ -231,3 +232,17 @@ def test_fft_extension_dtypes():
     assert xp.fft.rfft(xp.asarray(_SIGNAL, dtype=xp.float32)).dtype is xp.complex64
     assert xp.fft.irfft(xp.asarray(_SIGNAL, dtype=xp.complex128)).dtype is xp.float64
     assert xp.fft.fftfreq(4).dtype is xp.float32
+
+
+def test_complex_in_the_namespace():
+    z = xp.asarray([complex(-0.0, -0.0), 3 + 4j, complex(0.0, -0.0)])
+    assert z.dtype is xp.complex64 and xp.linspace(0, 1j, 3).dtype is xp.complex64
+    sign = xp.sign(z).numpy()
+    assert not np.signbit(sign.real).any() and not np.signbit(sign.imag).any()   # +0 + 0j
+    check(xp.sum(z), np.sum(z.numpy()))
+    check(xp.mean(z), np.mean(z.numpy()), rtol=1e-6)
+    check(xp.linalg.vecdot(z, z), np.vdot(z.numpy(), z.numpy()).astype(np.complex64))
+    check(xp.isnan(xp.asarray([complex(np.nan, 0), 1j])), np.array([True, False]))
+    check(xp.real(z), z.numpy().real)
+    check(xp.imag(z), z.numpy().imag)
+    check(xp.conj(z), np.conj(z.numpy()))

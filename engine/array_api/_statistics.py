@@ -11,11 +11,11 @@ from ._manipulation import _axes
 
 
 def _sum_dtype(x, dtype, name):
-    """The standard's accumulator: ``dtype``, else the input's for floats, int64 for signed
-    ints (the default integer), uint64 for unsigned ints."""
+    """The standard's accumulator: ``dtype``, else the input's for floats and complex numbers,
+    int64 for signed ints (the default integer), uint64 for unsigned ints."""
     if dtype is not None:
         return as_dtype(dtype, name)
-    if x.dtype.kind is dt.Float:
+    if x.dtype.kind is dt.Float or x.dtype.kind is dt.Complex:
         return x.dtype
     return dt.uint64 if x.dtype.np.kind == "u" else dt.int64
 
@@ -30,14 +30,15 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return x.prod(_axes("prod", axis, x.ndim), keepdims, _sum_dtype(x, dtype, "prod"))
 
 
-def _float_only(name, x):
+def _float_only(name, x, complex_too=False):
     _check_array(name, x)
-    if x.dtype.kind is not dt.Float:
-        raise TypeError(f"{name}: expected a real floating array, got {x.dtype.name}")
+    if x.dtype.kind is not dt.Float and not (complex_too and x.dtype.kind is dt.Complex):
+        raise TypeError(f"{name}: expected a {'' if complex_too else 'real '}floating array, got "
+                        f"{x.dtype.name}")
 
 
 def mean(x, /, *, axis=None, keepdims=False):
-    _float_only("mean", x)
+    _float_only("mean", x, complex_too=True)
     return x.mean(_axes("mean", axis, x.ndim), keepdims)
 
 
