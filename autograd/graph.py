@@ -82,13 +82,12 @@ def inner(t):
     """``t`` as a tensor without autodiff sharing its storage: what steps save.
 
     A deferred (fused) value stays deferred: both tensors share the node and its result.
-    A tensor without autodiff and graph reference is saved as it is (tensors are values).
+    Always a new tensor object, also for a tensor without autodiff: ``t[k] = v`` rebinds
+    ``t`` to a new value (copy-on-write), and a step must keep the value it was recorded with.
     """
     d = t._device
     if d._autodiff:
         d = d.base()
-    elif t._node is None:
-        return t
     return make(type(t), t._buf, d, t._dtype)
 
 

@@ -110,6 +110,37 @@ def _where(s, g):
     return None, _if(s.parents[1], lambda: g.mask_fill(~cond, 0)), _if(s.parents[2], lambda: g.mask_fill(cond, 0))
 
 
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def _atan2(s, g):
+    a, b = s.x
+    den = a * a + b * b
+    return _if(s.parents[0], lambda: g * b / den), _if(s.parents[1], lambda: -g * a / den)
+
+
+def _hypot(s, g):
+    # d hypot / da = a / hypot; at the origin (no slope) the gradient is 0, not 0/0
+    a, b = s.x
+    zero = s.out == 0
+    return (_if(s.parents[0], lambda: (g * a / s.out).mask_fill(zero, 0)),
+            _if(s.parents[1], lambda: (g * b / s.out).mask_fill(zero, 0)))
+
+
+def _copysign(s, g):
+    # the magnitude's gradient, negated where the sign is flipped; none to the sign's source
+    a, b = s.x
+    return (_if(s.parents[0], lambda: g * (1 - (a.signbit() ^ b.signbit()).cast(g.dtype) * 2)),
+            _if(s.parents[1], lambda: _no_grad(s, g)))
+
+
+def _logaddexp(s, g):
+    a, b = s.x
+    return (_if(s.parents[0], lambda: g * (a - s.out).exp()),
+            _if(s.parents[1], lambda: g * (b - s.out).exp()))
+
+
 # --- reductions and scans ----------------------------------------------------------------
 def _keepdims(g, shape, axes):
     return g.reshape(tuple(1 if d in axes else n for d, n in enumerate(shape)))
@@ -537,6 +568,18 @@ RULES = {
     Op.REAL: unary((), lambda s, g: g.cast(s.dtypes[0])),
     Op.IMAG: unary((), _imag),
     Op.ANGLE: unary((), _no_grad),   # of a real tensor: 0 or pi, flat
+    Op.ACOS: unary((0,), lambda s, g: -g / (1 - s.x[0] * s.x[0]).sqrt()),
+    Op.ASIN: unary((0,), lambda s, g: g / (1 - s.x[0] * s.x[0]).sqrt()),
+    Op.ATAN: unary((0,), lambda s, g: g / (s.x[0] * s.x[0] + 1)),
+    Op.ACOSH: unary((0,), lambda s, g: g / (s.x[0] * s.x[0] - 1).sqrt()),
+    Op.ASINH: unary((0,), lambda s, g: g / (s.x[0] * s.x[0] + 1).sqrt()),
+    Op.ATANH: unary((0,), lambda s, g: g / (1 - s.x[0] * s.x[0])),
+    Op.COSH: unary((0,), lambda s, g: g * s.x[0].sinh()),
+    Op.SINH: unary((0,), lambda s, g: g * s.x[0].cosh()),
+    Op.EXPM1: unary((OUT,), lambda s, g: g * (s.out + 1)),
+    Op.LOG2: unary((0,), lambda s, g: g / (s.x[0] * _LN2)),
+    Op.LOG10: unary((0,), lambda s, g: g / (s.x[0] * _LN10)),
+    Op.SQUARE: unary((0,), lambda s, g: g * s.x[0] * 2),
     Op.ROUND: unary((), _no_grad),
     Op.FLOOR: unary((), _no_grad),
     Op.CEIL: unary((), _no_grad),
@@ -557,6 +600,12 @@ RULES = {
     Op.CLAMP: Rule(((0, 1, 2), (0, 1), (0, 2)), _clamp),
     Op.COMPLEX: Rule(((), ()), lambda s, g: (_if(s.parents[0], lambda: g.real),
                                              _if(s.parents[1], lambda: g.imag))),
+    Op.ATAN2: Rule(((0, 1), (0, 1)), _atan2),
+    Op.HYPOT: Rule(((0, OUT), (1, OUT)), _hypot),
+    Op.COPYSIGN: Rule(((0, 1), ()), _copysign),
+    Op.LOGADDEXP: Rule(((0, OUT), (1, OUT)), _logaddexp),
+    # nextafter moves by one ulp: locally the identity in its first operand, flat in the second
+    Op.NEXTAFTER: Rule(((), ()), lambda s, g: (g, _no_grad(s, g))),
     # (g, y) -> g * (1 - y*y): d/dg = 1 - y*y, d/dy = -2 g y
     Op.TANH_GRAD: Rule(((1,), (0, 1)), lambda s, g: (
         dispatch.elementwise(Op.TANH_GRAD, g, s.x[1]) if s.parents[0] else None,

@@ -115,18 +115,23 @@ def _shape_args(shape):
     return shape[0] if len(shape) == 1 else shape
 
 
+def _float_default(dtype):
+    # dtype=None is the default float, as PyTorch (not the fill value's int64, nor numpy's float64)
+    return dt.DEFAULT_FLOAT if dtype is None else dtype
+
+
 def zeros(*shape, dtype=dt.float32, device=None):
     """A tensor of zeros; ``shape`` is an int, a tuple, or several ints."""
-    return full(_shape_args(shape), 0, dtype, device)
+    return full(_shape_args(shape), 0, _float_default(dtype), device)
 
 
 def ones(*shape, dtype=dt.float32, device=None):
-    return full(_shape_args(shape), 1, dtype, device)
+    return full(_shape_args(shape), 1, _float_default(dtype), device)
 
 
 def empty(*shape, dtype=dt.float32, device=None):
     """An uninitialised tensor (Ember fills it with zeros: never garbage)."""
-    return full(_shape_args(shape), 0, dtype, device)
+    return full(_shape_args(shape), 0, _float_default(dtype), device)
 
 
 def zeros_like(t, dtype=None, device=None):
@@ -163,12 +168,12 @@ def arange(start, stop=None, step=1, dtype=None, device=None):
 def linspace(start, stop, num, dtype=dt.float32, device=None):
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
-    d = dt.as_dtype(dtype)
+    d = dt.as_dtype(_float_default(dtype))
     return _from_host(np.linspace(start, stop, num).astype(d.np), d, device)
 
 
 def eye(n, m=None, dtype=dt.float32, device=None):
-    d = dt.as_dtype(dtype)
+    d = dt.as_dtype(_float_default(dtype))
     return _from_host(np.eye(n, m, dtype=d.np), d, device)
 
 

@@ -317,6 +317,7 @@ def elementwise(op, *args):
 def _elementwise_checked(op, args):
     """``elementwise`` for the signatures without a plan: checks kinds (raising), promotes
     and broadcasts."""
+    args = _numpy_operands(args)
     if op is Op.WHERE:  # the condition keeps its bool dtype
         return _where(*args)
     tensors = [a for a in args if isinstance(a, TensorBase)]
@@ -345,6 +346,24 @@ def _operands(args, dtype, like):
     """Tensors cast to ``dtype``, Python scalars as 0-d constants on ``like``'s device."""
     return [cast(a, dtype) if isinstance(a, TensorBase) else constant(a, like, dtype)
             for a in args]
+
+
+def _numpy_operands(args):
+    """numpy arrays among ``args`` as tensors (of their dtype) on the first tensor's device, as
+    PyTorch and JAX take them (without a tensor, ``args`` as they are)."""
+    device = None
+    arrays = False
+    for a in args:
+        if isinstance(a, TensorBase):
+            if device is None:
+                device = a._device
+        elif isinstance(a, np.ndarray):
+            arrays = True
+    if device is None or not arrays:
+        return args
+    from .creation import tensor
+    base = device.base() if device._autodiff else device
+    return tuple(tensor(a, device=base) if isinstance(a, np.ndarray) else a for a in args)
 
 
 def _where(cond, a, b):

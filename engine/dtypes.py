@@ -11,23 +11,38 @@ to complex64, as in PyTorch and JAX.
 import numpy as np
 
 
-class Kind:
+class Kind(str):
     """One of the kinds of tensor data: ``ember.Float``, ``ember.Int``, ``ember.Bool``,
-    ``ember.Complex``."""
+    ``ember.Complex``.
 
-    __slots__ = ("name",)
+    Each kind is a singleton (compare with ``is``), and also the string of numpy's
+    ``dtype.kind`` character ("f", "i", "b", "c"), so code written for numpy dtypes that tests
+    ``dtype.kind in "biu"`` (scikit-learn does) reads Ember dtypes right; unsigned ints are of
+    kind Int, "i".
+    """
 
-    def __init__(self, name):
-        self.name = name
+    def __new__(cls, name, char):
+        kind = super().__new__(cls, char)
+        kind.name = name
+        return kind
 
     def __repr__(self):
         return f"ember.{self.name}"
 
+    __str__ = __repr__
 
-Float = Kind("Float")
-Int = Kind("Int")
-Bool = Kind("Bool")
-Complex = Kind("Complex")
+    def __reduce__(self):
+        return (_kind, (self.name,))
+
+
+Float = Kind("Float", "f")
+Int = Kind("Int", "i")
+Bool = Kind("Bool", "b")
+Complex = Kind("Complex", "c")
+
+
+def _kind(name):
+    return {"Float": Float, "Int": Int, "Bool": Bool, "Complex": Complex}[name]
 
 
 class DType:
@@ -81,6 +96,9 @@ int16 = DType("int16", np.int16, Int)
 int32 = DType("int32", np.int32, Int)
 int64 = DType("int64", np.int64, Int)
 uint8 = DType("uint8", np.uint8, Int)
+uint16 = DType("uint16", np.uint16, Int)
+uint32 = DType("uint32", np.uint32, Int)
+uint64 = DType("uint64", np.uint64, Int)
 bool_ = DType("bool", np.bool_, Bool)
 complex64 = DType("complex64", np.complex64, Complex)
 complex128 = DType("complex128", np.complex128, Complex)
@@ -108,7 +126,8 @@ class QFloat(DType):
         return hash(("qfloat", self.scheme))
 
 
-ALL = (float32, float64, int8, int16, int32, int64, uint8, bool_, complex64, complex128)
+ALL = (float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_, complex64,
+       complex128)
 _BY_NP = {d.np: d for d in ALL}
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64

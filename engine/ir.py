@@ -15,13 +15,14 @@ Elementwise ops carry the name of their scalar function in
 
 Kinds: ``NUM`` (ordered numbers: comparisons, max/min, sort) and ``FLT`` (real functions:
 relu, floor, erf) leave Complex out; ``NUMC`` (arithmetic) and ``FLTC`` (exp, log, sqrt,
-sin, ...) take it.
+sin, ...) take it; ``ANY_REAL`` is every kind but Complex (isnan & co of the parts).
 """
 import enum
 
 from .dtypes import Bool, Complex, Float, Int
 
 ANY = frozenset((Float, Int, Bool, Complex))
+ANY_REAL = frozenset((Float, Int, Bool))
 NUM = frozenset((Float, Int))
 NUMC = frozenset((Float, Int, Complex))
 FLT = frozenset((Float,))
@@ -65,13 +66,15 @@ class Op(enum.Enum):
     RELU = ("relu", FLT)
     GELU = ("gelu", FLT)
     SILU = ("silu", FLT)
-    ROUND = ("round_even", FLT)
-    FLOOR = ("floor", FLT)
-    CEIL = ("ceil", FLT)
-    TRUNC = ("trunc", FLT)
-    ISNAN = ("isnan", FLT, BOOL)
-    ISINF = ("isinf", FLT, BOOL)
-    ISFINITE = ("isfinite", FLT, BOOL)
+    # rounding leaves integers as they are (the array API standard), predicates of integers
+    # and bools are constant: both kinds go through the same scalar functions
+    ROUND = ("round_even", NUM)
+    FLOOR = ("floor", NUM)
+    CEIL = ("ceil", NUM)
+    TRUNC = ("trunc", NUM)
+    ISNAN = ("isnan", ANY_REAL, BOOL)   # (complex: Tensor.isnan tests the parts)
+    ISINF = ("isinf", ANY_REAL, BOOL)
+    ISFINITE = ("isfinite", ANY_REAL, BOOL)
     BIT_NOT = ("bit_not", INT)
     LOGICAL_NOT = ("logical_not", BOOL_ONLY)
     # complex parts (Tensor.real/imag/conj of a real tensor give it, or zeros, without an op)
@@ -79,6 +82,19 @@ class Op(enum.Enum):
     REAL = ("real", CPX, TO_REAL)
     IMAG = ("imag", CPX, TO_REAL)
     ANGLE = ("angle", FLTC, TO_REAL)
+    ACOS = ("acos", FLT)
+    ACOSH = ("acosh", FLT)
+    ASIN = ("asin", FLT)
+    ASINH = ("asinh", FLT)
+    ATAN = ("atan", FLT)
+    ATANH = ("atanh", FLT)
+    COSH = ("cosh", FLT)
+    SINH = ("sinh", FLT)
+    EXPM1 = ("expm1", FLT)
+    LOG2 = ("log2", FLT)
+    LOG10 = ("log10", FLT)
+    SQUARE = ("square", NUM)
+    SIGNBIT = ("signbit", NUM, BOOL)
     # --- elementwise, two operands
     ADD = ("add", NUMC)
     SUB = ("sub", NUMC)
@@ -101,6 +117,11 @@ class Op(enum.Enum):
     SHL = ("shl", INT)
     SHR = ("shr", INT)
     COMPLEX = ("make_complex", FLT, TO_COMPLEX)   # (real part, imaginary part) -> complex
+    ATAN2 = ("atan2", FLT)
+    HYPOT = ("hypot", FLT)
+    COPYSIGN = ("copysign", FLT)
+    LOGADDEXP = ("logaddexp", FLT)
+    NEXTAFTER = ("nextafter", FLT)
     # backward formulas of the autodiff rules, one op each (PyTorch's tanh_backward):
     # (g, y) -> g * (1 - y*y) and g * y * (1 - y), y the forward op's output
     TANH_GRAD = ("tanh_grad", FLT)
@@ -131,6 +152,7 @@ class Op(enum.Enum):
     SCATTER = ("scatter",)
     INDEX_SELECT = ("index_select",)
     NONZERO = ("nonzero",)
+    SEARCHSORTED = ("searchsorted", NUM)   # (sorted 1-D sequence, values; params: right)
     # --- discrete Fourier transforms over ``dims`` (ember.fft; params: dims, norm, dtype)
     FFT = ("fft", CPX)      # complex -> complex; param inverse (the +i sign and its scaling)
     RFFT = ("rfft", FLT)    # real -> complex, the last of dims cut to n // 2 + 1
@@ -187,6 +209,7 @@ ELEMENTWISE = frozenset(Op[n] for n in (
     "CAST NEG ABS SIGN EXP LOG LOG1P SQRT RSQRT RECIP SIN COS TAN TANH SIGMOID ERF RELU "
     "GELU SILU ROUND FLOOR CEIL TRUNC ISNAN ISINF ISFINITE BIT_NOT LOGICAL_NOT CONJ REAL IMAG "
     "ANGLE ADD SUB MUL DIV FLOORDIV MOD POW MAXIMUM MINIMUM EQ NE LT LE GT GE AND OR XOR SHL SHR "
-    "COMPLEX TANH_GRAD SIGMOID_GRAD WHERE CLAMP"
+    "COMPLEX TANH_GRAD SIGMOID_GRAD WHERE CLAMP ACOS ACOSH ASIN ASINH ATAN ATANH COSH SINH EXPM1 "
+    "LOG2 LOG10 SQUARE SIGNBIT ATAN2 HYPOT COPYSIGN LOGADDEXP NEXTAFTER"
 ).split())
 REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.ANY_, Op.ALL))

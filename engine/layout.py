@@ -4,6 +4,7 @@ Pure functions of shapes and Python values.  Each validates its input and
 raises an error naming the op, so backends receive only well-formed requests.
 """
 import numbers
+import operator
 import sys
 
 
@@ -116,9 +117,15 @@ def basic_index(index, shape, name="getitem"):
         elif i is None:
             out.append(None)
         elif isinstance(i, slice):
+            parts = []
             for part in (i.start, i.stop, i.step):
                 if part is not None and not isinstance(part, numbers.Integral):
-                    raise TypeError(f"{name}: slice bounds must be ints or None, got {i!r}")
+                    try:   # objects with __index__ (0-d Int tensors, numpy ints), as numpy takes
+                        part = operator.index(part)
+                    except TypeError:
+                        raise TypeError(f"{name}: slice bounds must be ints or None, got {i!r}") from None
+                parts.append(part)
+            i = slice(*parts)
             if i.step == 0:
                 raise ValueError(f"{name}: slice step cannot be zero")
             out.append(i)

@@ -341,7 +341,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if not isinstance(ord, numbers.Real) or isinstance(ord, bool):
         raise TypeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     dims = _dims("vector_norm", dim, x.ndim)
-    if x.ndim == 0:
+    scalar = x.ndim == 0
+    if scalar:
         x, dims = x.reshape(1), (0,)
     a = x.abs()
     if ord == math.inf or ord == -math.inf:
@@ -359,7 +360,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         out = _safe_root((x * x).sum(dims, keepdim), 2)
     else:
         out = _safe_root(a.pow(float(ord)).sum(dims, keepdim), float(ord))
-    return out
+    return out.reshape(()) if scalar else out   # (keepdim of a 0-d input keeps no dim)
 
 
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)

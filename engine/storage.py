@@ -2,7 +2,9 @@
 
 ``TensorBase`` is the data half of ``ember.Tensor`` (``engine/tensor.py`` adds the methods):
 four slots, set once when the tensor is made and never changed afterwards (tensors are
-values), except ``_buf`` when a deferred value is computed in place of its node.
+values), except ``_buf`` when a deferred value is computed in place of its node, and
+``_buf``/``_device``/``_node`` together when ``t[key] = value`` rebinds ``t`` to a new value
+(copy-on-write: no storage is ever written).
 
 - ``_buf``: the storage, one of
   - a numpy array (CPU),

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import dispatch, layout, quant
+from . import dispatch, indexing, layout, quant
 from . import dtypes as dt
 from .dispatch import apply, elementwise, normalize_dim, normalize_dims
 from .backends import recorder
@@ -24,6 +24,7 @@ from .storage import TensorBase, make
 # The ops of the arithmetic operators as module globals: looking up an Enum member
 # (``Op.ADD``) costs ~40 ns per call, a tenth of a small op's dispatch
 _ADD, _SUB, _MUL, _DIV = Op.ADD, Op.SUB, Op.MUL, Op.DIV
+_BASIC_INDEX = indexing._BASIC   # index entries of basic indexing: int, slice, None, ...
 
 
 def _is_tensor(x):
@@ -248,6 +249,16 @@ class Tensor(TensorBase):
 
     astype = cast
 
+    def to_device(self, device, /, *, stream=None):
+        """``to(device)``, in the array API standard's spelling (``stream`` is not used:
+        every device runs its work on one stream of its own)."""
+        return self.to(device)
+
+    def __array_namespace__(self, /, *, api_version=None):
+        """The array API standard's namespace for tensors: ``ember.array_api``."""
+        from . import array_api
+        return array_api._namespace(api_version)
+
     def to(self, device):
         device = parse_device(device)
         if device == self._device:
@@ -469,17 +480,20 @@ class Tensor(TensorBase):
         return elementwise(Op.NEG, self)
 
     def __pos__(self):
-        return self
+        # a new tensor object on the same storage: with ``__setitem__`` rebinding tensors,
+        # ``+x`` must not be ``x`` itself (numpy's ``+x`` is a copy)
+        return make(type(self), self._buf, self._device, self._dtype, self._node)
 
     def __abs__(self):
         return elementwise(Op.ABS, self)
 
-    abs = __abs__
-    neg = __neg__
+    abs = absolute = __abs__
+    neg = negative = __neg__
     add = __add__
-    sub = __sub__
-    mul = __mul__
-    div = __truediv__
+    sub = subtract = __sub__
+    mul = multiply = __mul__
+    div = divide = true_divide = __truediv__
+    floor_divide = __floordiv__
     remainder = __mod__
 
     def sign(self):
@@ -523,6 +537,8 @@ class Tensor(TensorBase):
             lo, hi = (-math.inf if min is None else min), (math.inf if max is None else max)
         return elementwise(Op.CLAMP, self, lo, hi)
 
+    clip = clamp
+
     # --- comparisons ----------------------------------------------------------------
     def __eq__(self, other):
         return elementwise(Op.EQ, self, other)
@@ -548,6 +564,14 @@ class Tensor(TensorBase):
     greater_equal = __ge__
     lower = __lt__
     lower_equal = __le__
+    less = __lt__
+    less_equal = __le__
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise ``|self - other| <= atol + rtol * |other|`` (``ember.isclose``)."""
+        from .elementwise import isclose
+        return isclose(self, other, rtol, atol, equal_nan)
 
     def all_close(self, other, rtol=1e-5, atol=1e-8):
         """True when ``|self - other| <= atol + rtol * |other|`` everywhere (NaN never matches)."""
@@ -599,6 +623,8 @@ class Tensor(TensorBase):
     bitwise_or = __or__
     bitwise_xor = __xor__
     bitwise_not = __invert__
+    bitwise_left_shift = __lshift__
+    bitwise_right_shift = __rshift__
     logical_and = __and__
     logical_or = __or__
     logical_xor = __xor__
@@ -622,6 +648,8 @@ class Tensor(TensorBase):
 
     def recip(self):
         return elementwise(Op.RECIP, self)
+
+    reciprocal = recip
 
     def sin(self):
         return elementwise(Op.SIN, self)
@@ -722,6 +750,69 @@ class Tensor(TensorBase):
     isinf = is_inf
     isfinite = is_finite
 
+    def acos(self):
+        return elementwise(Op.ACOS, self)
+
+    def acosh(self):
+        return elementwise(Op.ACOSH, self)
+
+    def asin(self):
+        return elementwise(Op.ASIN, self)
+
+    def asinh(self):
+        return elementwise(Op.ASINH, self)
+
+    def atan(self):
+        return elementwise(Op.ATAN, self)
+
+    def atanh(self):
+        return elementwise(Op.ATANH, self)
+
+    def atan2(self, other):
+        """The angle of the point ``(other, self)``: ``atan(self / other)`` in the right quadrant."""
+        return elementwise(Op.ATAN2, self, other)
+
+    def cosh(self):
+        return elementwise(Op.COSH, self)
+
+    def sinh(self):
+        return elementwise(Op.SINH, self)
+
+    def expm1(self):
+        """``exp(x) - 1``, accurate near 0."""
+        return elementwise(Op.EXPM1, self)
+
+    def log2(self):
+        return elementwise(Op.LOG2, self)
+
+    def log10(self):
+        return elementwise(Op.LOG10, self)
+
+    def logaddexp(self, other):
+        """``log(exp(self) + exp(other))`` without overflow."""
+        return elementwise(Op.LOGADDEXP, self, other)
+
+    def hypot(self, other):
+        """``sqrt(self**2 + other**2)`` without overflow."""
+        return elementwise(Op.HYPOT, self, other)
+
+    def copysign(self, other):
+        """The magnitude of ``self`` with the sign of ``other`` (signs of zeros and NaNs too)."""
+        return elementwise(Op.COPYSIGN, self, other)
+
+    def nextafter(self, other):
+        """The next representable value after ``self`` towards ``other``."""
+        return elementwise(Op.NEXTAFTER, self, other)
+
+    def signbit(self):
+        """True where the sign bit is set (``-0.0`` and negative NaNs included)."""
+        return elementwise(Op.SIGNBIT, self)
+
+    def square(self):
+        return elementwise(Op.SQUARE, self)
+
+    arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2 = acos, acosh, asin, asinh, atan, atanh, atan2
+
     def softmax(self, dim):
         """``exp(x - max) / sum(exp(x - max))`` along ``dim``, as one fused op (no overflow).
 
@@ -742,12 +833,13 @@ class Tensor(TensorBase):
                      dtype=self._dtype)
 
     # --- reductions -----------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        """Sum over ``dim`` (an int, a tuple, or None for all dims). Int and Bool sum to int64."""
-        return _reduce(Op.SUM, self, dim, keepdim)
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        """Sum over ``dim`` (an int, a tuple, or None for all dims), in ``dtype`` when given.
+        Signed Int and Bool sum to int64, unsigned Int to uint64 (numpy)."""
+        return _reduce(Op.SUM, self, dim, keepdim, dtype)
 
-    def prod(self, dim=None, keepdim=False):
-        return _reduce(Op.PROD, self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, dtype=None):
+        return _reduce(Op.PROD, self, dim, keepdim, dtype)
 
     def max(self, dim=None, keepdim=False):
         """Largest values over ``dim`` (NaN propagates)."""
@@ -801,15 +893,18 @@ class Tensor(TensorBase):
     def argmin(self, dim=None, keepdim=False):
         return _arg_reduce(Op.ARGMIN, self, dim, keepdim)
 
-    def cumsum(self, dim):
-        return _scan(Op.CUMSUM, self, dim)
+    def cumsum(self, dim, dtype=None):
+        """Running sums along ``dim`` (in ``dtype`` when given; Int and Bool as ``sum``)."""
+        return _scan(Op.CUMSUM, self, dim, dtype)
 
-    def cumprod(self, dim):
-        return _scan(Op.CUMPROD, self, dim)
+    def cumprod(self, dim, dtype=None):
+        return _scan(Op.CUMPROD, self, dim, dtype)
 
     # --- linear algebra ---------------------------------------------------------------
     def matmul(self, other):
         """Matrix product with numpy's rules (1-D operands, broadcast batch dims); BLAS on the CPU."""
+        if isinstance(other, np.ndarray):
+            other = _from_array(other, self)
         if not _is_tensor(other):
             raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
         dispatch.check_kind("matmul", Op.MATMUL, self)
@@ -832,6 +927,8 @@ class Tensor(TensorBase):
     __matmul__ = matmul
 
     def __rmatmul__(self, other):
+        if isinstance(other, np.ndarray):
+            return _from_array(other, self).matmul(self)
         raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
 
     # --- sorting ----------------------------------------------------------------------
@@ -918,6 +1015,13 @@ class Tensor(TensorBase):
             raise ValueError(f"T: expected a 2-D tensor, got shape {self.shape}; use permute")
         return self.transpose(0, 1)
 
+    @property
+    def mT(self):
+        """The last two dims swapped (a batch of transposed matrices)."""
+        if self.ndim < 2:
+            raise ValueError(f"mT: expected at least 2 dims, got shape {self.shape}")
+        return self.transpose(-2, -1)
+
     def expand(self, *shape):
         """Broadcast to ``shape`` without copying (-1 keeps a dim)."""
         new = layout.expand(self.shape, shape)
@@ -933,11 +1037,47 @@ class Tensor(TensorBase):
         return apply(Op.FLIP, self, dims=dims)
 
     def __getitem__(self, index):
-        """Basic indexing: ints, slices (any step), None and ``...`` give views."""
-        if _is_tensor(index):
-            return _tensor_index(self, index)
+        """Basic indexing (ints, slices with any step, None, ``...``) gives views; Int and Bool
+        tensors (numpy arrays, lists of ints) index as numpy's vectorised indexing does.
+
+        >>> x = ember.tensor([[1, 2], [3, 4], [5, 6]])
+        >>> x[x[:, 0] > 2], x[[0, 2], 1]
+        (tensor([[3, 4],
+               [5, 6]], dtype=int64), tensor([2, 6], dtype=int64))
+        """
+        kind = type(index)
+        if kind is tuple:
+            for k in index:   # a basic key is told apart without a call (per-op overhead)
+                if type(k) not in _BASIC_INDEX:
+                    advanced = indexing.normalize_key(index, self)
+                    if advanced is not None:
+                        return indexing.getitem(self, advanced)
+                    break
+        elif kind not in _BASIC_INDEX:
+            advanced = indexing.normalize_key(index, self)
+            if advanced is not None:
+                return indexing.getitem(self, advanced)
         idx = layout.basic_index(index, self.shape)
         return apply(Op.SLICE, self, index=idx)
+
+    def __setitem__(self, index, value):
+        """``t[index] = value`` (any index ``[]`` takes; ``value`` a tensor or Python scalar,
+        broadcast, cast to ``t``'s dtype).
+
+        Copy-on-write: the new value is computed (``slice_assign``, ``where`` or ``scatter``,
+        recorded for autodiff like any op) and ``t`` is rebound to it.  No storage is written,
+        so views taken before, deferred (fused) readers and saved autodiff values keep the old
+        value (docs/decisions.md "__setitem__").
+
+        >>> x = ember.zeros(4)
+        >>> x[1:3] = 5.0
+        >>> x
+        tensor([0., 5., 5., 0.], dtype=float32)
+        """
+        new = indexing.setitem(self, index, value)
+        self._buf = new._buf
+        self._device = new._device
+        self._node = new._node
 
     def narrow(self, dim, start, length):
         if self.ndim == 0:
@@ -1162,6 +1302,12 @@ def _check_mask(name, mask, t):
     dispatch.broadcast_shapes(name, mask.shape, t.shape)
 
 
+def _from_array(a, t):
+    """numpy array ``a`` next to tensor ``t``: a tensor of ``a``'s dtype on ``t``'s device."""
+    from .creation import tensor
+    return tensor(a, device=t._device.base())
+
+
 def _as_tensor_like(values, t, name):
     if _is_tensor(values):
         dispatch.same_device(name, [t, values])
@@ -1170,16 +1316,28 @@ def _as_tensor_like(values, t, name):
     return tensor(values, dtype=t._dtype, device=t._device)
 
 
-def _reduce(op, t, dim, keepdim):
+def _accumulator(t, dtype):
+    """The dtype a sum, product or scan of ``t`` runs in: ``dtype`` when given, else ``t``'s
+    for floats and complex numbers (a quantized tensor keeps its QFloat dtype: quant.apply
+    reduces it), uint64 for unsigned ints and int64 for signed ints and bools (numpy)."""
+    if dtype is not None:
+        return dt.as_dtype(dtype)
+    if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex:
+        return t._dtype
+    return dt.uint64 if t._dtype.np.kind == "u" else dt.int64
+
+
+def _reduce(op, t, dim, keepdim, dtype=None):
     name = dispatch.op_name(op)
     dispatch.check_kind(name, op, t)
     axes = normalize_dims(name, dim, t.ndim)
     if op is Op.ANY_ or op is Op.ALL:
         x, dtype = (t if t._dtype is dt.bool_ else t != 0), dt.bool_
     elif op is Op.SUM or op is Op.PROD:
-        # (a quantized tensor keeps its QFloat dtype: quant.apply reduces it)
-        x, dtype = t, (t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex
-                       else dt.int64)
+        dtype = _accumulator(t, dtype)
+        # a narrower integer input is read as it is (the kernels widen on the fly); any other
+        # requested dtype is a cast first, so the sum runs (and wraps) in that dtype
+        x = t if (t._dtype is dtype or dtype is _accumulator(t, None)) else t.cast(dtype)
     else:
         x, dtype = t, t._dtype
     if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
@@ -1208,14 +1366,15 @@ def _arg_reduce(op, t, dim, keepdim):
     return _keep(out, t.shape, (axis,)) if keepdim else out
 
 
-def _scan(op, t, dim):
+def _scan(op, t, dim, dtype=None):
     name = op.name.lower()
     dispatch.check_kind(name, op, t)
     axis = normalize_dim(name, dim, t.ndim)
-    dtype = t._dtype if t._dtype.kind is dt.Float or t._dtype.kind is dt.Complex else dt.int64
+    dtype = _accumulator(t, dtype)
     if t.ndim == 0:
         return t.cast(dtype)
-    return apply(op, t, axis=axis, dtype=dtype)
+    x = t if (t._dtype is dtype or dtype is _accumulator(t, None)) else t.cast(dtype)
+    return apply(op, x, axis=axis, dtype=dtype)
 
 
 def _triangle(t, name, diagonal, lower):
@@ -1227,15 +1386,4 @@ def _triangle(t, name, diagonal, lower):
     cols = arange(t.shape[-1], device=t._device)
     return (cols - rows <= diagonal) if lower else (cols - rows >= diagonal)
 
-
-def _tensor_index(t, index):
-    """``t[mask]`` (Bool, same shape: the selected entries, 1-D) and ``t[idx]`` (Int: index_select on dim 0)."""
-    if index._dtype is dt.bool_:
-        if index.shape != t.shape:
-            raise IndexError(f"getitem: a boolean mask of shape {index.shape} must match the tensor's shape {t.shape}")
-        flat = index.reshape(-1).argwhere().reshape(-1)
-        return t.reshape(-1).index_select(0, flat)
-    if index._dtype.kind is dt.Int and index.ndim == 1:
-        return t.index_select(0, index)
-    raise TypeError("getitem: tensor indices must be a Bool mask or a 1-D Int tensor")
 

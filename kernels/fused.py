@@ -42,7 +42,8 @@ BLOCK = 1024      # elements per op loop on the CPU: a few blocks of them stay i
 
 # source name of the numpy type each Ember dtype converts to
 TYPES = {"float32": "float32", "float64": "float64", "int8": "int8", "int16": "int16",
-         "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool_",
+         "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16",
+         "uint32": "uint32", "uint64": "uint64", "bool": "bool_",
          "complex64": "complex64", "complex128": "complex128"}
 
 _MODULES = {}

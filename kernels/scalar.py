@@ -109,7 +109,7 @@ def sign(a):
         return 1
     if a < 0:
         return -1
-    return a - a  # +-0 gives +0 (numpy), NaN stays NaN
+    return a - a  # +-0 gives +0 (numpy, the array API standard), NaN stays NaN
 
 
 def maximum(a, b):
@@ -620,16 +620,35 @@ def round_even(a):
     return math.copysign(r, a)   # round(-0.4) is -0.0
 
 
+# integer twins (``rebind.variant`` picks them for Int results): integers are already integral
+def floor_int(a):
+    return a
+
+
+def ceil_int(a):
+    return a
+
+
+def trunc_int(a):
+    return a
+
+
+def round_even_int(a):
+    return a
+
+
+# comparisons rather than math.isnan & co: the same body then serves Int and Bool inputs
+# (constant results) on every target, CUDA's libdevice having no integer or bool versions
 def isnan(a):
-    return math.isnan(a)
+    return a != a
 
 
 def isinf(a):
-    return math.isinf(a)
+    return (a == math.inf) | (a == -math.inf)
 
 
 def isfinite(a):
-    return math.isfinite(a)
+    return (a == a) & (a != math.inf) & (a != -math.inf)
 
 
 # --- integer / boolean ------------------------------------------------------
@@ -728,7 +747,7 @@ def sign_c(a):
     # z / |z| (numpy 2, torch.sgn); 0 stays 0
     m = abs(a)
     if m == 0:
-        return a
+        return a - a   # +0 + 0j for every signed zero (numpy, torch.sgn, the standard)
     return complex(a.real / m, a.imag / m)
 
 
@@ -764,3 +783,124 @@ def tanh_c(a):
     # tanh(z) = -i tan(iz): Numba's CUDA target has cmath.tan but no cmath.tanh
     t = cmath.tan(complex(-a.imag, a.real))
     return complex(t.imag, -t.real)
+# --- the array API standard's elementwise math (DESIGN §13) ---------------------------
+# libm through ``math`` (the CPU and CUDA targets both map these calls to their libm), with
+# the domain edges written out where CPython's ``math`` would raise instead of returning
+# inf or NaN (the CUDA simulator runs these bodies as Python).
+OVERFLOW_EXP = 709.782712893384     # exp(x) overflows float64 above this
+OVERFLOW_COSH = 710.4758600739439   # cosh/sinh overflow float64 above this
+LN2 = 0.6931471805599453
+SMALLEST_SUBNORMAL = 5e-324
+SMALLEST_SUBNORMAL_F32 = F32(1.401298464324817e-45)
+
+
+def acos(a):
+    return math.acos(a) if -1.0 <= a <= 1.0 else math.nan
+
+
+def asin(a):
+    return math.asin(a) if -1.0 <= a <= 1.0 else math.nan
+
+
+def atan(a):
+    return math.atan(a)
+
+
+def acosh(a):
+    return math.acosh(a) if a >= 1.0 else math.nan
+
+
+def asinh(a):
+    return math.asinh(a)
+
+
+def atanh(a):
+    if -1.0 < a < 1.0:
+        return math.atanh(a)
+    if a == 1.0:
+        return math.inf
+    if a == -1.0:
+        return -math.inf
+    return math.nan
+
+
+def cosh(a):
+    return math.cosh(a) if abs(a) < OVERFLOW_COSH else abs(a) * math.inf   # NaN stays NaN
+
+
+def sinh(a):
+    return math.sinh(a) if abs(a) < OVERFLOW_COSH else a * math.inf
+
+
+def expm1(a):
+    return math.expm1(a) if a < OVERFLOW_EXP else a * math.inf
+
+
+def log2(a):
+    # exact at powers of two (libm's log2; log(x) / ln 2 is not)
+    return math.log2(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+
+
+def log10(a):
+    return math.log10(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+
+
+def square(a):
+    return a * a
+
+
+def signbit(a):
+    # the sign bit itself: True for -0.0 and for NaN with its sign bit set (numpy.signbit)
+    return math.copysign(1.0, a) < 0
+
+
+def atan2(a, b):
+    return math.atan2(a, b)
+
+
+def hypot(a, b):
+    return math.hypot(a, b)   # no overflow of a*a + b*b
+
+
+def copysign(a, b):
+    return math.copysign(a, b)
+
+
+def logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow: the larger plus log1p(exp(-|a - b|))."""
+    if a == b:   # (inf, inf) and (-inf, -inf) included, where a - b is NaN
+        return a + LN2
+    d = a - b
+    if d > 0:
+        return a + math.log1p(math.exp(-d))
+    if d <= 0:
+        return b + math.log1p(math.exp(d))
+    return d     # NaN
+
+
+def nextafter(a, b):
+    """The float64 next to ``a`` in the direction of ``b`` (numpy.nextafter), from the bits."""
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return b
+    if a == 0:
+        return math.copysign(SMALLEST_SUBNORMAL, b)
+    bits = f64_to_bits(a)
+    # the magnitude grows towards b away from zero; as an int64 the bits then grow for
+    # either sign (two's complement keeps the order of same-sign magnitudes)
+    step = 1 if (a < b) == (a > 0) else -1
+    return f64_from_bits(bits + step)
+
+
+def nextafter_f32(a, b):
+    """``nextafter`` for float32: the next float32 (the twin is needed for the result, not speed)."""
+    if a != a or b != b:
+        return a + b
+    if a == b:
+        return b
+    if a == ZERO_F32:
+        return math.copysign(SMALLEST_SUBNORMAL_F32, b)
+    bits = f32_to_bits(a)
+    step = np.int32(1) if (a < b) == (a > ZERO_F32) else np.int32(-1)
+    return f32_from_bits(np.int32(bits + step))

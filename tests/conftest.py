@@ -1,6 +1,12 @@
 """Fixtures shared by the Tensor API tests (helpers live in checks.py)."""
+import os
+
 import numpy as np
 import pytest
+
+# scikit-learn's array API dispatch (tests/test_sklearn.py) needs SciPy's array API support,
+# which SciPy reads when it is first imported: set it before any test module imports SciPy
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
 @pytest.fixture

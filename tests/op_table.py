@@ -86,17 +86,49 @@ def d_nonzero(rng, shape, dtype):
 
 
 def d_halves(rng, shape, dtype):
-    """Multiples of 0.5 (ties for round), mixed with arbitrary values."""
+    """Multiples of 0.5 (ties for round), mixed with arbitrary values (ints: generic values)."""
+    if np.dtype(dtype).kind != "f":
+        return d_any(rng, shape, dtype)
     halves = rng.integers(-10, 11, shape) / 2.0
     other = rng.uniform(-5, 5, shape)
     return _cast(np.where(rng.random(shape) < 0.6, halves, other), dtype)
 
 
 def d_special(rng, shape, dtype):
-    """Finite values mixed with NaN, +inf and -inf (predicates is_nan/is_inf/is_finite)."""
+    """Finite values mixed with NaN, +inf and -inf (predicates is_nan/is_inf/is_finite); ints
+    and bools: generic values."""
+    if np.dtype(dtype).kind != "f":
+        return d_any(rng, shape, dtype)
     specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5])
     pick = specials[rng.integers(0, len(specials), shape)]
     return _cast(np.where(rng.random(shape) < 0.5, pick, rng.uniform(-3, 3, shape)), dtype)
+
+
+def d_unit(rng, shape, dtype):
+    """Around [-1, 1] (the domain of acos, asin, atanh): values beyond it, and ±1 exactly."""
+    v = rng.uniform(-1.2, 1.2, shape)
+    edge = rng.choice([-1.0, 1.0], shape)
+    return _cast(np.where(rng.random(shape) < 0.15, edge, v), dtype)
+
+
+def d_acosh(rng, shape, dtype):
+    """Around acosh's domain [1, inf): 1 exactly and values below it."""
+    v = rng.uniform(0.5, 5.0, shape)
+    return _cast(np.where(rng.random(shape) < 0.15, 1.0, v), dtype)
+
+
+def d_log_edges(rng, shape, dtype):
+    """Positive values, powers of two (log2 is exact there), zeros and negatives."""
+    v = rng.uniform(0.05, 8.0, shape)
+    pick = np.array([0.0, -0.0, -1.0, 0.25, 1.0, 2.0, 1024.0, np.inf])[rng.integers(0, 8, shape)]
+    return _cast(np.where(rng.random(shape) < 0.3, pick, v), dtype)
+
+
+def d_overflow(rng, shape, dtype):
+    """exp-like inputs up to overflow (cosh, sinh, expm1 beyond 710 are inf)."""
+    v = rng.uniform(-5.0, 5.0, shape)
+    big = rng.choice([-800.0, -90.0, 90.0, 800.0, np.inf, -np.inf, np.nan], shape)
+    return _cast(np.where(rng.random(shape) < 0.2, big, v), dtype)
 
 
 def d_pow_base(rng, shape, dtype):
@@ -239,13 +271,30 @@ UNARY = [
     unary("relu", lambda x: x.relu(), ref_relu, FLOATS),
     unary("gelu", lambda x: x.gelu(), ref_gelu, FLOATS, d_any, T),
     unary("silu", lambda x: x.silu(), ref_silu, FLOATS, d_any, T),
-    unary("round", lambda x: x.round(), np.round, FLOATS, d_halves),
-    unary("floor", lambda x: x.floor(), np.floor, FLOATS, d_halves),
-    unary("ceil", lambda x: x.ceil(), np.ceil, FLOATS, d_halves),
-    unary("trunc", lambda x: x.trunc(), np.trunc, FLOATS, d_halves),
-    unary("is_nan", lambda x: x.is_nan(), np.isnan, FLOATS, d_special),
-    unary("is_inf", lambda x: x.is_inf(), np.isinf, FLOATS, d_special),
-    unary("is_finite", lambda x: x.is_finite(), np.isfinite, FLOATS, d_special),
+    # integers round to themselves (the array API standard; numpy agrees)
+    unary("round", lambda x: x.round(), np.round, FLOATS, d_halves, extra_dtypes=("int64",)),
+    unary("floor", lambda x: x.floor(), np.floor, FLOATS, d_halves, extra_dtypes=("int32",)),
+    unary("ceil", lambda x: x.ceil(), np.ceil, FLOATS, d_halves, extra_dtypes=("uint8",)),
+    unary("trunc", lambda x: x.trunc(), np.trunc, FLOATS, d_halves, extra_dtypes=("int16",)),
+    # the array API standard's functions (DESIGN §13)
+    unary("acos", lambda x: x.acos(), np.arccos, FLOATS, d_unit, T),
+    unary("asin", lambda x: x.asin(), np.arcsin, FLOATS, d_unit, T),
+    unary("atan", lambda x: x.atan(), np.arctan, FLOATS, d_special, T),
+    unary("acosh", lambda x: x.acosh(), np.arccosh, FLOATS, d_acosh, T),
+    unary("asinh", lambda x: x.asinh(), np.arcsinh, FLOATS, d_special, T),
+    unary("atanh", lambda x: x.atanh(), np.arctanh, FLOATS, d_unit, T),
+    unary("cosh", lambda x: x.cosh(), np.cosh, FLOATS, d_overflow, T),
+    unary("sinh", lambda x: x.sinh(), np.sinh, FLOATS, d_overflow, T),
+    unary("expm1", lambda x: x.expm1(), np.expm1, FLOATS, d_overflow, T),
+    unary("log2", lambda x: x.log2(), np.log2, FLOATS, d_log_edges, T),
+    unary("log10", lambda x: x.log10(), np.log10, FLOATS, d_log_edges, T),
+    unary("square", lambda x: x.square(), np.square, NUMERIC),
+    unary("signbit", lambda x: x.signbit(), np.signbit, FLOATS, d_special, extra_dtypes=("int32",),
+          rejects=("bool",)),
+    unary("is_nan", lambda x: x.is_nan(), np.isnan, FLOATS, d_special, extra_dtypes=("int32", "bool")),
+    unary("is_inf", lambda x: x.is_inf(), np.isinf, FLOATS, d_special, extra_dtypes=("uint8", "bool")),
+    unary("is_finite", lambda x: x.is_finite(), np.isfinite, FLOATS, d_special,
+          extra_dtypes=("int64", "bool")),
     # a Bool tensor clamped by Python ints promotes to int64, as numpy.clip does: no reject
     unary("clamp", lambda x: x.clamp(-1, 2), lambda x: np.clip(x, -1, 2), NUMERIC, rejects=()),
     unary("clamp_min", lambda x: x.clamp(min=0), lambda x: np.maximum(x, 0), ("float64", "int32"),
@@ -290,6 +339,11 @@ BINARY = [
     binary("sigmoid_grad", lambda g, y: dispatch.elementwise(Op.SIGMOID_GRAD, g, y),
            ref_sigmoid_grad, FLOATS),
     binary("logical_or", lambda a, b: a | b, np.logical_or, BOOL, rejects=("float32",)),
+    binary("atan2", lambda a, b: a.atan2(b), np.arctan2, FLOATS, (d_special, d_special), T),
+    binary("hypot", lambda a, b: a.hypot(b), np.hypot, FLOATS, (d_special, d_special), T),
+    binary("copysign", lambda a, b: a.copysign(b), np.copysign, FLOATS, (d_special, d_special)),
+    binary("logaddexp", lambda a, b: a.logaddexp(b), np.logaddexp, FLOATS, (d_special, d_special), T),
+    binary("nextafter", lambda a, b: a.nextafter(b), np.nextafter, FLOATS, (d_special, d_special)),
     binary("logical_xor", lambda a, b: a ^ b, np.logical_xor, BOOL, rejects=("float32",)),
     binary("equal_method", lambda a, b: a.equal(b), np.equal, ("int64",), (d_ties, d_ties),
            rejects=()),

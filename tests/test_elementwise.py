@@ -429,7 +429,41 @@ SPECIAL = [
     ("is_nan", lambda t: t.is_nan(), [NAN, INF, 0.0], [True, False, False]),
     ("is_inf", lambda t: t.is_inf(), [NAN, INF, -INF, 0.0], [False, True, True, False]),
     ("is_finite", lambda t: t.is_finite(), [NAN, INF, -INF, 0.0], [False, False, False, True]),
+    ("acos", lambda t: t.acos(), [1.0, -1.0, 1.5, NAN], [0.0, math.pi, NAN, NAN]),
+    ("atanh", lambda t: t.atanh(), [1.0, -1.0, 2.0, NAN], [INF, -INF, NAN, NAN]),
+    ("acosh", lambda t: t.acosh(), [1.0, 0.5, INF, NAN], [0.0, NAN, INF, NAN]),
+    ("cosh", lambda t: t.cosh(), [INF, -INF, -800.0, NAN], [INF, INF, INF, NAN]),
+    ("sinh", lambda t: t.sinh(), [INF, -INF, -800.0, NAN], [INF, -INF, -INF, NAN]),
+    ("expm1", lambda t: t.expm1(), [-INF, INF, 800.0, NAN], [-1.0, INF, INF, NAN]),
+    ("log2", lambda t: t.log2(), [0.0, -1.0, 8.0, INF], [-INF, NAN, 3.0, INF]),
+    ("log10", lambda t: t.log10(), [0.0, -1.0, 1000.0, INF], [-INF, NAN, 3.0, INF]),
+    ("signbit", lambda t: t.signbit(), [-0.0, 0.0, -INF, -NAN], [True, False, True, True]),
+    ("logaddexp", lambda t: t.logaddexp(t), [INF, -INF, NAN, 0.0], [INF, -INF, NAN, math.log(2)]),
+    ("hypot", lambda t: t.hypot(t * 0 + NAN), [INF, -INF, 0.0, 1.0], [INF, INF, NAN, NAN]),
 ]
+
+
+ZERO_SIGNS = [
+    ("sign", lambda t: t.sign(), np.sign, [-0.0, 0.0, -2.0]),
+    ("copysign", lambda t: t.copysign(-1.0), lambda x: np.copysign(x, -1), [0.0, 2.0, -0.0]),
+    ("nextafter_up", lambda t: t.nextafter(1.0), lambda x: np.nextafter(x, np.ones((), x.dtype)),
+     [0.0, -0.0, 1.0]),
+    ("nextafter_down", lambda t: t.nextafter(-1.0), lambda x: np.nextafter(x, -np.ones((), x.dtype)),
+     [0.0, 1.0, -np.finfo(np.float32).tiny]),
+    ("neg", lambda t: -t, np.negative, [0.0, -0.0]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn, ref, inputs", [pytest.param(*c[1:], id=c[0]) for c in ZERO_SIGNS])
+def test_signs_of_zeros_and_next_values(fn, ref, inputs, dtype):
+    """Results that differ from numpy's only in the sign of a zero or by one ulp (what
+    ``check``'s tolerances cannot see): compared bit for bit."""
+    a = np.array(inputs, dtype)
+    got = fn(as_tensor(a)).numpy()
+    want = ref(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
 @pytest.mark.devices

@@ -160,6 +160,9 @@ FLOAT_CHAINS = [
     lambda a, b: (a / 0.0 + b).is_inf() | (a.silu() < b.gelu()),
     lambda a, b: ((a * 1e3).cast(ember.int32) % 7).cast(a.dtype) * b,
     lambda a, b: -(a.rsqrt() + b.recip()).is_nan().cast(a.dtype) + a.sign() * b.trunc(),
+    # the array API standard's functions (nextafter's float32 twin inside a chain)
+    lambda a, b: (((a * 0.3).acos() + b.asinh()).cosh().log10() + a.atan2(b) * a.hypot(b).square()
+                  - a.logaddexp(b).nextafter(b).copysign(a) + a.signbit().cast(a.dtype)),
 ]
 
 
@@ -176,6 +179,7 @@ INT_CHAINS = [
     lambda a, b: (a.maximum(b) - a.minimum(b)).abs() * (-a).sign(),
     lambda a, b: a / (b.abs() + 1) + a.clamp(1, 40),                  # true division: float64
     lambda a, b: (a * 100).cast(ember.int8) + b.cast(ember.int8),      # wraps like numpy
+    lambda a, b: a.floor() + b.round() * a.square() + (a.isnan() | b.isfinite()).cast(a.dtype),
 ]
 
 

@@ -7,15 +7,16 @@ import sys, time
 t = time.perf_counter()
 import ember
 elapsed = time.perf_counter() - t
-print(elapsed, "numba" in sys.modules, "numba.cuda" in sys.modules)
+print(elapsed, "numba" in sys.modules, "numba.cuda" in sys.modules, "ember.array_api" in sys.modules)
 """
 
 
 def test_import_is_fast_and_lazy():
     out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True)
-    elapsed, numba_loaded, cuda_loaded = out.stdout.split()
+    elapsed, numba_loaded, cuda_loaded, array_api_loaded = out.stdout.split()
     assert numba_loaded == "False"
     assert cuda_loaded == "False"
+    assert array_api_loaded == "False"   # loaded by x.__array_namespace__() or ember.array_api
     assert float(elapsed) < 1.0
 
 

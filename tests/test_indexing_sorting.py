@@ -96,12 +96,13 @@ def test_getitem_bool_mask_all_false_and_0d():
     check(as_tensor(np.array(5.0))[as_tensor(np.array(True))], np.array([5.0]))
 
 
-@pytest.mark.parametrize("idx", [[2, 0, 2], [], [-1, 0]], ids=["dups", "empty", "negative"])
+@pytest.mark.parametrize("idx", [[2, 0, 2], [], [-1, 0], [4], [-5]],
+                         ids=["dups", "empty", "negative", "out_of_range", "negative_out_of_range"])
 def test_getitem_int_tensor(idx):
     a = arange_array((4, 3))
     i = np.array(idx, np.int64)
-    if (i < 0).any():
-        with pytest.raises(IndexError):  # index_select: indices lie in [0, n)
+    if ((i < -4) | (i >= 4)).any():
+        with pytest.raises(IndexError):  # indices lie in [-n, n) (negative: from the end, numpy)
             as_tensor(a)[as_tensor(i)]
         return
     check(as_tensor(a)[as_tensor(i)], a[i])

@@ -87,6 +87,13 @@ def _deep_chain(x, w):
     return y
 
 
+def _assigned(x, key, value):
+    """``x`` with ``x[key] = value`` applied to a new tensor (``__setitem__`` is recorded)."""
+    y = x * 1.0
+    y[key] = value
+    return y
+
+
 # --- the table ----------------------------------------------------------------------------
 CASES = [
     # cast: float32 inside a float64 graph (float32 rounding: larger step, looser tolerance)
@@ -120,6 +127,26 @@ CASES = [
     case("relu", lambda x: x.relu(), nonzero(3, 4)),
     case("gelu", lambda x: x.gelu(), normal(3, 4, scale=2)),
     case("silu", lambda x: x.silu(), normal(3, 4, scale=2)),
+    case("acos", lambda x: x.acos(), uniform(3, 4, lo=-0.9, hi=0.9)),
+    case("asin", lambda x: x.asin(), uniform(3, 4, lo=-0.9, hi=0.9)),
+    case("atan", lambda x: x.atan(), normal(3, 4, scale=2)),
+    case("acosh", lambda x: x.acosh(), uniform(3, 4, lo=1.2, hi=4)),
+    case("asinh", lambda x: x.asinh(), normal(3, 4, scale=2)),
+    case("atanh", lambda x: x.atanh(), uniform(3, 4, lo=-0.9, hi=0.9)),
+    case("cosh", lambda x: x.cosh(), normal(3, 4)),
+    case("sinh", lambda x: x.sinh(), normal(3, 4)),
+    case("expm1", lambda x: x.expm1(), uniform(3, 4, lo=-2, hi=2)),
+    case("log2", lambda x: x.log2(), positive(3, 4)),
+    case("log10", lambda x: x.log10(), positive(3, 4)),
+    case("square", lambda x: x.square(), normal(3, 4)),
+    case("square_function", lambda x: ember.square(x) + ember.exp(x), normal(3, 4)),
+    case("atan2", lambda a, b: a.atan2(b), normal(3, 4), nonzero(3, 4)),
+    case("atan2_bcast", lambda a, b: ember.atan2(a, b), normal(3, 1), nonzero(1, 4)),
+    case("hypot", lambda a, b: a.hypot(b), nonzero(3, 4), normal(3, 4)),
+    case("copysign", lambda a, b: a.copysign(b), nonzero(3, 4), nonzero(3, 4)),
+    case("copysign_scalar", lambda a: a.copysign(-1.0), nonzero(3, 4)),
+    case("logaddexp", lambda a, b: a.logaddexp(b), normal(3, 4, scale=3), normal(3, 4, scale=3)),
+    case("nextafter", lambda a, b: a.nextafter(b), normal(3, 4), normal(3, 4)),
     case("round", lambda x: x.round(), off_half(3, 4)),
     case("floor", lambda x: x.floor(), off_integer(3, 4)),
     case("ceil", lambda x: x.ceil(), off_integer(3, 4)),
@@ -359,6 +386,36 @@ CASES = [
     case("tril_negative_diag", lambda x: x.tril(-1), normal(4, 5)),
     case("triu", lambda x: x.triu(), normal(4, 5)),
     case("triu_positive_diag", lambda x: x.triu(1), normal(2, 3, 4)),
+    # vectorised indexing and assignment (engine/indexing.py: slice, permute, index_select,
+    # where, scatter)
+    case("getitem_int_arrays_2d", lambda x: x[idx([[0, 2], [1, 1]]), idx([3, 0])], normal(3, 4)),
+    case("getitem_int_array_dim1", lambda x: x[:, idx([3, -1, 0])], normal(3, 4)),
+    case("getitem_leading_mask", lambda x: x[mask([True, False, True])], normal(3, 4)),
+    case("getitem_arrays_apart", lambda x: x[idx([1, 0]), :, idx([2, 2])], normal(2, 3, 4)),
+    case("setitem_slice", lambda x, v: _assigned(x, (slice(1, 3), slice(None, None, 2)), v),
+         normal(4, 5), normal(2, 3)),
+    case("setitem_mask_scalar", lambda x: _assigned(x, M34(), 0.5), normal(3, 4)),
+    case("setitem_mask_values", lambda x, v: _assigned(x, M34(), v), normal(3, 4), normal(6)),
+    case("setitem_int_arrays", lambda x, v: _assigned(x, (idx([0, 2]), idx([1, 3])), v),
+         normal(3, 4), normal(2)),
+    case("setitem_leading_mask_rows", lambda x, v: _assigned(x, mask([False, True, True]), v),
+         normal(3, 4), normal(4)),
+    # composed layout functions (engine/manipulation.py)
+    case("roll", lambda x: ember.roll(x, (1, -2), (0, 1)), normal(3, 4)),
+    case("roll_flat", lambda x: ember.roll(x, 5), normal(3, 4)),
+    case("movedim", lambda x: ember.movedim(x, 0, -1), normal(2, 3, 4)),
+    case("tile", lambda x: ember.tile(x, (2, 1, 3)), normal(2, 3)),
+    case("repeat_interleave", lambda x: ember.repeat_interleave(x, idx([2, 0, 1]), 0),
+         normal(3, 4)),
+    case("diff", lambda x: ember.diff(x, 2, 1), normal(3, 5)),
+    case("diff_prepend", lambda x, p: ember.diff(x, 1, 0, prepend=p), normal(3, 4), normal(1, 4)),
+    case("take_along_dim", lambda x: ember.take_along_dim(x, idx([[0, 2], [1, 1], [3, 0]]), 1),
+         normal(3, 4)),
+    case("take_along_dim_broadcast", lambda x: ember.take_along_dim(x, idx([[2, 0, 1, 2]]), 0),
+         normal(3, 4)),
+    case("unique_values", lambda x: ember.unique(x.round()) * 1.0 + x.sum(), off_half(4, 3)),
+    case("meshgrid", lambda a, b: ember.meshgrid(a, b, indexing="xy")[0] * ember.meshgrid(a, b)[1].T,
+         normal(3), normal(4)),
     # composed graphs
     case("mlp_tanh_log_softmax_xent", _mlp, normal(3, 4, scale=0.5), normal(4, scale=0.1),
          normal(4, 3, scale=0.5), normal(3, scale=0.1)),

@@ -99,6 +99,8 @@ _TABLE = check_table("CpuBackend", {
     Op.MATMUL: lambda op, a, b, dtype=None: np.asarray(np.matmul(a, b)),
     Op.SORT: lambda op, x, *, axis, descending: sort.sort(x, axis, descending),
     Op.TOPK: lambda op, x, *, k, axis, largest: sort.topk(x, k, axis, largest),
+    Op.SEARCHSORTED: lambda op, seq, values, *, right, dtype=None: sort.searchsorted(seq, values,
+                                                                                    right),
     Op.GATHER: lambda op, x, idx, *, axis: index.gather(x, axis, idx),
     Op.SCATTER: lambda op, x, idx, values, *, axis, reduce: index.scatter(x, axis, idx, values,
                                                                            reduce),

@@ -59,7 +59,10 @@ def _as3(a):
 
 
 def _pack(parts, batch):
-    return np.concatenate([np.asarray(p).reshape(batch + (-1,)) for p in parts], axis=-1)
+    # (the size of each part's matrix written out: an empty batch cannot infer a -1)
+    parts = [np.asarray(p) for p in parts]
+    return np.concatenate([p.reshape(batch + (math.prod(p.shape[len(batch):]),)) for p in parts],
+                          axis=-1)
 
 
 def _raise_info(name, batch, info, what):

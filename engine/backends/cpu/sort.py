@@ -1,4 +1,4 @@
-"""Stable sort and top-k along one axis of a numpy array.
+"""Stable sort and top-k along one axis of a numpy array; searchsorted in a sorted 1-D one.
 
 The sorted axis is moved last and made contiguous, so the kernel (``kernels/cpu/sort.py``)
 sees a ``(rows, n)`` matrix of unsigned keys whose integer order is the wanted order (see
@@ -9,6 +9,7 @@ of zero survive.  Calls arrive validated (a normalised axis, ``0 <= k <= n``).
 import numpy as np
 
 from ember.kernels.cpu.builder import kernel
+from ember.kernels.cpu.search import search
 from ember.kernels.cpu.sort import KIND_FLOAT, KIND_SIGNED, KIND_UNSIGNED, sort_rows
 
 from ...memory import empty as alloc
@@ -88,3 +89,18 @@ def topk(x, k, axis, largest):
     """The ``k`` largest (or smallest) values along ``axis``, sorted: ``(values, indices)``
     (a full sort, then the first ``k``: no partial selection yet)."""
     return _sort(x, axis, largest, k)
+
+
+def searchsorted(seq, values, right):
+    """int64 positions of ``values`` (any shape) in the sorted 1-D array ``seq``: the first
+    position whose entry is not before (``right``: is after) the value, in the sort's order
+    (NaN last)."""
+    seq = np.ascontiguousarray(seq)
+    flat = np.ascontiguousarray(values).reshape(-1)
+    out = alloc(flat.shape, np.int64)
+    if flat.size:
+        k = kernel(search)
+        work = flat.size * max(1, int(np.log2(seq.size + 1)))
+        fn = k.parallel if work >= PARALLEL_MIN else k.serial
+        fn(seq, flat, out, bool(right))
+    return out.reshape(np.shape(values))

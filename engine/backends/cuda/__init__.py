@@ -68,7 +68,7 @@ _LAUNCHERS = {
     Op.CUMSUM: scan.cumulative, Op.CUMPROD: scan.cumulative,
     Op.SOFTMAX: softmax.softmax, Op.LOG_SOFTMAX: softmax.softmax,
     Op.MATMUL: matmul.matmul,
-    Op.SORT: sort.sort, Op.TOPK: sort.topk,
+    Op.SORT: sort.sort, Op.TOPK: sort.topk, Op.SEARCHSORTED: sort.searchsorted,
     Op.GATHER: index.gather, Op.SCATTER: index.scatter, Op.INDEX_SELECT: index.index_select,
     Op.NONZERO: index.nonzero,
     Op.RESHAPE: _reshape,

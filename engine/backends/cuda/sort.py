@@ -1,10 +1,12 @@
 """Stable sort and top-k on CUDA arrays: the sorted dim moved last and made dense, one
-thread per row (``kernels/cuda/sort.py``).  Calls arrive validated."""
+thread per row (``kernels/cuda/sort.py``); searchsorted, one thread per value
+(``kernels/cuda/search.py``).  Calls arrive validated."""
 import math
 
 import numpy as np
 
 from ember.kernels.cuda import builder as B
+from ember.kernels.cuda import search as search_skeletons
 from ember.kernels.cuda import sort as skeletons
 
 from .elementwise import copy, dense, full
@@ -37,3 +39,14 @@ def topk(b, op, x, *, k, axis, largest):
         return values, idx
     index = (slice(None),) * axis + (slice(0, k),)
     return dense(b, values[index]), dense(b, idx[index])
+
+
+def searchsorted(b, op, seq, values, *, right, dtype=None):
+    seq = dense(b, seq)
+    vals = dense(b, values)
+    out = b.empty(values.shape, np.int64)
+    m = out.size
+    if m:
+        b.launch(B.kernel(search_skeletons.search), B.grid(m), B.THREADS, seq.buf, seq.size,
+                 vals.buf, out.buf, m, bool(right))
+    return out
