@@ -65,7 +65,9 @@ def test_reductions_match_numpy(name, data):
            "any": np.any, "all": np.all, "var": np.var, "std": np.std}[name]
     kw = {"axis": axis, "keepdims": keepdim}
     if name in ("sum", "prod") and kind(dtype) != "float":
-        kw["dtype"] = np.int64        # Int and Bool sum to int64 (docs/decisions.md)
+        # signed ints and bools sum to int64, unsigned ints to uint64 (numpy's accumulators;
+        # docs/decisions.md, "The array API namespace")
+        kw["dtype"] = np.uint64 if np.dtype(dtype).kind == "u" else np.int64
     if correction is not None:
         kw["ddof"] = correction
     want, err = numpy_call(lambda: ref(a, **kw))
