@@ -185,13 +185,24 @@ class _Program:
 _CREATIONS = frozenset((Op.FULL, Op.ARANGE))
 
 
-def _replay(kept):
+def _replay(kept, keep):
     """The kept steps as one generated Python function ``replay(R)`` over the registers: a
     line per launch calling what the backend bound for it (``Backend.bind``: the op table's
     lookup and the keyword parsing done once), so a replay pays no loop, closure or
     ``execute`` frame per launch."""
     names = {"_spread": _spread}
     lines = ["def replay(R):"]
+    # each register is dropped after its last read (the results and written state excepted),
+    # as eager code drops its temporaries: the memory is reused while still in cache, and a
+    # step's peak stays what the eager call's was
+    last = {}
+    for j, s in enumerate(kept):
+        for k in (s[3] if s[0] == "launch" else s[2]):
+            last[k] = j
+    dead = {}
+    for k, j in last.items():
+        if k not in keep:
+            dead.setdefault(j, []).append(k)
     for j, s in enumerate(kept):
         if s[0] == "launch":
             _, backend, op, ins, params, outs, single, inputs, out = s
@@ -207,6 +218,8 @@ def _replay(kept):
             _, backend, regs, check = s
             names[f"F{j}"] = _check_call(backend, check)
             lines.append(f"    F{j}({', '.join(f'R[{k}]' for k in regs)})")
+        if j in dead:
+            lines.append(f"    {' = '.join(f'R[{k}]' for k in dead[j])} = None")
     if len(lines) == 1:
         lines.append("    pass")
     exec(builtins.compile("\n".join(lines), "<ember.compile replay>", "exec"), names)
@@ -281,7 +294,8 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
             k = reg(t._data, t._data)
         opt_writes.append((opt, i, what, k, t._device, t._dtype, mark))
     # keep the launches something needs: results, written state, checks (in reverse order)
-    live = {k for k, *_ in out_regs} | {w[3] for w in opt_writes}
+    live_out = {k for k, *_ in out_regs} | {w[3] for w in opt_writes}
+    live = set(live_out)
     kept = []
     for s in reversed(raw):
         if s[0] == "launch":
@@ -293,7 +307,7 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
         kept.append(s)
     kept.reverse()
     guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
-    program = _Program(regs, arg_regs, opt_reads, _replay(kept), out_spec, out_regs, opt_writes,
+    program = _Program(regs, arg_regs, opt_reads, _replay(kept, live_out), out_spec, out_regs, opt_writes,
                        guards)
     program.launches = sum(s[0] == "launch" for s in kept)
     return program
