@@ -20,7 +20,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests --ignore=tests/cuda
 	$(MAKE) --no-print-directory test-cuda-sim
-	$(MAKE) --no-print-directory test-array-api-ci
+	@if test -d $(ARRAY_API_TESTS)/array_api_tests; then \
+		$(MAKE) --no-print-directory test-array-api-ci; \
+	else echo "array-api-tests not found at $(ARRAY_API_TESTS): its CI subset is left out"; fi
 
 # the fuzz tier (tests/fuzz, hypothesis) with 20x the examples of `make test` and a random
 # seed, printed first; EMBER_FUZZ_SEED=<seed> reruns one, EMBER_FUZZ_SCALE=<n> sets the scale
