@@ -55,19 +55,28 @@ def bind(*, kernel, kinds, shape, dtypes):
 
     def launch(*leaves):
         outs = [alloc(shape, d) for d in np_dtypes]
-        args = []
-        for x, kind in zip(leaves, kinds):
-            if kind == "s":
-                args.append(x.item(0))
-            elif x.shape == shape and x.flags.c_contiguous:
-                args.append(x if x.ndim == 1 else x.reshape(-1))
-            else:
-                run(kernel, leaves, kinds, outs, shape)
-                return outs
-        flat(n, *args, *(outs if one_dim else [o.reshape(-1) for o in outs]))
+        args = flat_args(leaves, kinds, shape)
+        if args is None:
+            run(kernel, leaves, kinds, outs, shape)
+        else:
+            flat(n, *args, *(outs if one_dim else [o.reshape(-1) for o in outs]))
         return outs
 
     return launch
+
+
+def flat_args(leaves, kinds, shape):
+    """The flat loop's arguments for ``leaves`` (one-value leaves as scalars, the others as 1-D
+    views), or None when an array leaf is not contiguous with the output's shape."""
+    args = []
+    for x, kind in zip(leaves, kinds):
+        if kind == "s":
+            args.append(x.item(0))
+        elif x.shape == shape and x.flags.c_contiguous:
+            args.append(x if x.ndim == 1 else x.reshape(-1))
+        else:
+            return None
+    return args
 
 
 def run(k, leaves, kinds, outs, shape):
@@ -79,15 +88,8 @@ def run(k, leaves, kinds, outs, shape):
     n = outs[0].size
     parallel = n >= PARALLEL_MIN
     flat_outs = outs if len(shape) == 1 else [o.reshape(-1) for o in outs]
-    args = []
-    for x, kind in zip(leaves, kinds):
-        if kind == "s":
-            args.append(x.item(0))
-        elif x.shape == shape and x.flags.c_contiguous:
-            args.append(x if x.ndim == 1 else x.reshape(-1))
-        else:
-            break
-    else:
+    args = flat_args(leaves, kinds, shape)
+    if args is not None:
         k.get("flat", parallel)(n, *args, *flat_outs)
         return
     merged, per_leaf = strided_leaves(leaves, kinds, shape, operand(outs[0])[2])
