@@ -185,7 +185,19 @@ class _Program:
 _CREATIONS = frozenset((Op.FULL, Op.ARANGE))
 
 
-def _replay(kept, keep):
+def _replay(kept, keep, constants, inputs):
+    """``replay(R)`` running the kept steps over the registers: the backend's tape when every
+    launch is on one backend that can run them as one (``Backend.tape``), else a generated
+    Python function with a line per launch."""
+    backends_used = {s[1] for s in kept}
+    if len(backends_used) == 1:
+        tape = backends_used.pop().tape(kept, constants, inputs, keep)
+        if tape is not None:
+            return tape
+    return _bound_replay(kept, keep)
+
+
+def _bound_replay(kept, keep):
     """The kept steps as one generated Python function ``replay(R)`` over the registers: a
     line per launch calling what the backend bound for it (``Backend.bind``: the op table's
     lookup and the keyword parsing done once), so a replay pays no loop, closure or
@@ -307,9 +319,11 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
         kept.append(s)
     kept.reverse()
     guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
-    program = _Program(regs, arg_regs, opt_reads, _replay(kept, live_out), out_spec, out_regs, opt_writes,
-                       guards)
+    inputs = set(arg_regs) | {k for k, *_ in opt_reads}
+    replay = _replay(kept, live_out, regs, inputs)
+    program = _Program(regs, arg_regs, opt_reads, replay, out_spec, out_regs, opt_writes, guards)
     program.launches = sum(s[0] == "launch" for s in kept)
+    program.instructions = getattr(replay, "instructions", None)   # a tape's, or None
     return program
 
 

@@ -352,7 +352,7 @@ class _Launch:
         kernel = self.kernels.get(backend)
         if kernel is None:
             kernel = self.kernels[backend] = backend.prepare_chain(self.key)
-        outs = backend.execute(Op.FUSED, *values, kernel=kernel, kinds=self.kinds,
+        outs = backend.execute(Op.FUSED, *values, chain=self.key, kernel=kernel, kinds=self.kinds,
                                shape=root.shape, dtypes=[n.dtype for n in out_nodes])
         for node, v in zip(out_nodes, outs):
             node.value = v

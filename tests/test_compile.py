@@ -289,3 +289,136 @@ def test_two_optimizers_over_the_same_parameters_read_the_stepped_one():
         same(step(x, target), _train_step(eager_opt, x, target).inner())
     for p, q in zip(opt.params, eager_opt.params):
         same(p.inner(), q.inner())
+
+
+# --- the CPU tape (engine/backends/cpu/tape.py): steps of tiny float64 tensors ----------------
+# A tape replay adds sums and matrix products in their plain order (eager: BLAS, blocked
+# reductions), so those may differ from eager's in the last bits; elementwise ops are exact.
+def close(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            close(x, y)
+    else:
+        assert a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-13, atol=1e-15)
+
+
+def on_tape(step):
+    """Whether the step's (one) program runs as a tape: on the CPU it must."""
+    (program,) = step._programs.values()
+    assert (program.instructions is not None) == (DEVICE.type == "cpu")
+    return program
+
+
+V = RNG.standard_normal(5)
+B = RNG.standard_normal((2, 5, 3))
+
+TAPE_FAMILIES = {
+    "elementwise": lambda x, w: ((x * 2 + 1).exp().tanh() - x.sigmoid() / (x.abs() + 1),
+                                 x.maximum(0.2 - x) ** 2, (x * x + 1).sqrt().log() + x.relu()),
+    "reductions": lambda x, w: (x.sum(), x.mean(dim=0), x.max(dim=1), x.min(dim=0),
+                                (x * 0.1 + 1).prod(dim=1), x.sum(dim=(0, 1))),
+    "matmul": lambda x, w: (x @ w, x.T @ x, x @ t(V, ember.float64), t(V, ember.float64) @ w,
+                            t(B, ember.float64) @ w[:3], (x @ w).T @ (x @ w)),
+    "layout": lambda x, w: (x.T[::2], x.reshape(3, 10).permute(1, 0), x.flip(0)[1:4],
+                            ember.cat([x, x * 2], 1), ember.stack([x, x], 0),
+                            x[:, :1].expand(6, 3) * 2, x[1::2, ::-1]),
+}
+
+
+@pytest.mark.parametrize("family", list(TAPE_FAMILIES))
+def test_tape_results_equal_eager(family):
+    fn = TAPE_FAMILIES[family]
+    step = ember.compile(fn)
+    x, w = t(X, ember.float64), t(W, ember.float64)
+    want = fn(x, w)
+    for _ in range(3):
+        close(step(x, w), want)
+    on_tape(step)
+    x2 = t(X * -0.5, ember.float64)
+    close(step(x2, w), fn(x2, w))
+    assert step.traces == 1
+
+
+def test_tape_slice_assignment():
+    def fn(x):
+        y = x * 1.0
+        y[1:3] = x[:2] * -2.0
+        y[:, 0] = 7.0
+        return y
+
+    step = ember.compile(fn)
+    x = t(X, ember.float64)
+    for _ in range(3):
+        close(step(x), fn(x))
+    on_tape(step)
+
+
+def _ode_loss(theta, s0, observed, steps=30, dt=0.05):
+    """An RK4 fit (examples/fit_ode.py's shape): the loss of a damped oscillator's positions."""
+    zeta, omega = theta[:1].exp(), theta[1:].exp()
+    zero = ember.zeros(1, dtype=ember.float64, device=s0.device)
+    one = ember.ones(1, dtype=ember.float64, device=s0.device)
+    a_t = ember.stack([ember.cat([zero, -(omega * omega)]), ember.cat([one, -2 * zeta * omega])])
+    s, xs = s0, [s0[:, 0]]
+    for _ in range(steps):
+        k1 = s @ a_t
+        k2 = (s + k1 * (dt / 2)) @ a_t
+        k3 = (s + k2 * (dt / 2)) @ a_t
+        k4 = (s + k3 * dt) @ a_t
+        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (dt / 6)
+        xs.append(s[:, 0])
+    return F.mse_loss(ember.stack(xs), observed)
+
+
+@pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
+def test_tape_gradients_equal_eager(strategy):
+    dev = DEVICE.autodiff().gradient_checkpointing(strategy)
+    s0 = t([[1.0, 0.0], [0.5, -0.3], [-0.8, 0.4]], ember.float64)
+    observed = t(RNG.standard_normal((31, 3)) * 0.3, ember.float64)
+
+    def loss_and_grad(theta):
+        loss = _ode_loss(theta, s0, observed)
+        return loss, theta.grad(loss.backward())
+
+    step = ember.compile(loss_and_grad)
+    for values in ([-2.0, 0.8], [-1.5, 0.9], [-2.5, 0.6]):
+        theta = t(values, ember.float64, dev).require_grad()
+        close(step(theta), loss_and_grad(theta))
+    assert on_tape(step).launches > 300 and step.traces == 1
+
+
+def test_tape_adam_state_advances_as_in_eager():
+    def params():
+        rng = np.random.default_rng(3)
+        return [t(rng.standard_normal(s), ember.float64, DEVICE.autodiff()).require_grad()
+                for s in ((3, 4), (4,))]
+
+    x, y = t(RNG.standard_normal((5, 3)), ember.float64), t(RNG.standard_normal((5, 4)), ember.float64)
+
+    def train(opt, x, y):
+        w, b = opt.params
+        loss = F.mse_loss((x @ w + b).tanh(), y)
+        opt.step(loss.backward())
+        return loss
+
+    opt, eager_opt = ember.optim.Adam(params(), lr=0.05), ember.optim.Adam(params(), lr=0.05)
+    step = ember.compile(lambda x, y: train(opt, x, y))
+    for _ in range(4):
+        close(step(x, y), train(eager_opt, x, y).inner())
+    for p, q in zip(opt.params, eager_opt.params):
+        close(p.inner(), q.inner())
+    on_tape(step)
+
+
+def test_tape_leaves_other_programs_to_the_bound_replay():
+    """float32, int64 labels, large arrays: replayed launch by launch (and equal to eager)."""
+    big = ember.compile(lambda x: (x * 2).sum())
+    x = t(np.ones(5000), ember.float64)
+    same(big(x), big(x))
+    f32 = ember.compile(lambda x: (x * 2).exp())
+    same(f32(t(X)), f32(t(X)))
+    for step in (big, f32):
+        (program,) = step._programs.values()
+        assert program.instructions is None

@@ -52,6 +52,13 @@ class Backend:
         the bound callable must still accept any layout of the same shapes and dtypes)."""
         return functools.partial(self.execute, op, **params)
 
+    def tape(self, steps, constants, inputs, keep):
+        """A replay ``replay(R)`` running a compiled step's ``steps`` (its kept launches, all
+        on this backend) as one launch, or None, and the replay binds each launch.  A register
+        ``k`` holds ``constants[k]`` (None: none), ``inputs`` are filled by each call, ``keep``
+        read after it (``engine/compile.py``)."""
+        return None
+
     def elementwise(self, op, inputs, shape, dtype):
         """``execute(op, *inputs, shape=shape, dtype=dtype)`` for an elementwise ``op``, called
         positionally: dispatch's entry for ops run at once (per-op overhead)."""

@@ -20,7 +20,7 @@ from ...memory import CPU_POOL, empty
 from .. import Backend, check_table
 from ..shared import cat_shape_and_fill
 from . import elementwise as ew
-from . import fft, fused, index, linalg, quant, reduce, scan, softmax, sort
+from . import fft, fused, index, linalg, quant, reduce, scan, softmax, sort, tape
 
 
 def _elementwise(op, *inputs, shape, dtype):
@@ -166,6 +166,10 @@ class CpuBackend(Backend):
             new = ew.elementwise_new
             return lambda *xs: new(scalar, xs, shape, dtype)
         return functools.partial(self._table[op], op, **params)
+
+    def tape(self, steps, constants, inputs, keep):
+        """A step of tiny float64 tensors as one tape of the interpreter kernel (``tape.py``)."""
+        return tape.lower(steps, constants, inputs, keep)
 
     # --- what the planning layer asks -------------------------------------------------------
     def prepare_chain(self, chain):

@@ -25,8 +25,9 @@ def prepare(chain):
     return fused.kernel(chain_key(chain))
 
 
-def fused_op(op, *leaves, kernel, kinds, shape, dtypes):
-    """IR op ``FUSED``: the chain's outputs (fresh arrays of ``shape`` and ``dtypes``)."""
+def fused_op(op, *leaves, chain, kernel, kinds, shape, dtypes):
+    """IR op ``FUSED``: the outputs of ``chain`` (fusion's key; ``kernel`` its prepared loops)
+    as fresh arrays of ``shape`` and ``dtypes``."""
     outs = [alloc(shape, d.np) for d in dtypes]
     run(kernel, leaves, kinds, outs, shape)
     return outs
@@ -45,7 +46,7 @@ def fused_reduce_op(op, *leaves, chain, combiner, kinds, shape, axes, dtypes, ro
     return result.reshape(out_shape), outs, root_out
 
 
-def bind(*, kernel, kinds, shape, dtypes):
+def bind(*, chain, kernel, kinds, shape, dtypes):
     """``fused_op`` with its loops and sizes found once (a compiled step's replay): the flat
     loop when every array leaf is contiguous with the output's shape, else ``run``."""
     n = math.prod(shape)

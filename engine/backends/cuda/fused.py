@@ -14,7 +14,7 @@ def prepare(chain):
     return fused.kernel(chain_key(chain))
 
 
-def fused_op(b, op, *leaves, kernel, kinds, shape, dtypes):
+def fused_op(b, op, *leaves, chain, kernel, kinds, shape, dtypes):
     """IR op ``FUSED``: the chain's outputs (fresh arrays of ``shape`` and ``dtypes``)."""
     outs = [b.empty(shape, d.np) for d in dtypes]
     n = outs[0].size
