@@ -9,7 +9,9 @@ output, an argument of the call, a parameter or state tensor of an ``ember.optim
 (read from the optimizer at every call, written back after it), or else a constant (a tensor
 made outside the step, a cached scalar, a creation inside it: captured by reference).
 Launches nothing reads are dropped.  Later calls with the same signature run the program:
-no ``fn`` Python, no dispatch, no autodiff bookkeeping, no fusion planning.
+no ``fn`` Python, no dispatch, no autodiff bookkeeping, no fusion planning — as one tape of
+the backend's (``Backend.tape``: the CPU's for tiny float64 programs) or, else, as one
+generated Python function calling each launch as the backend bound it.
 
 Decisions (docs/decisions.md, "ember.compile"):
 

@@ -24,6 +24,7 @@ The interpreter's source is generated from these tables (a branch per op), writt
 the kernel cache and compiled once, cached on disk like every kernel.
 """
 import functools
+import hashlib
 
 from ..fused import import_generated
 from ..rebind import specialize
@@ -84,7 +85,6 @@ def source():
 def interpreter():
     """The compiled ``run(T, I, A)`` (serial: a tape's instructions are tiny)."""
     text = source()
-    import hashlib
     name = "ember_tape_" + hashlib.sha256(text.encode()).hexdigest()[:16]
     mod = import_generated(name, text)
     bindings = {f"U{c}": scalar_op(op) for c, op in enumerate(UNARY)}
