@@ -15,10 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
+# pytest-xdist workers of the test tiers (one per core by default; 0 runs in this process)
+WORKERS ?= auto
+
 # the CPU tiers (device-free and CPU), then the CUDA tier on Numba's simulator: the
 # declarative tables again with CUDA as their device (-m devices), and tests/cuda (-m cuda)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests --ignore=tests/cuda
+	$(BIN)/python -m pytest -q -n $(WORKERS) tests --ignore=tests/cuda
 	$(MAKE) --no-print-directory test-cuda-sim
 	@if test -d $(ARRAY_API_TESTS)/array_api_tests; then \
 		$(MAKE) --no-print-directory test-array-api-ci; \
@@ -30,7 +33,7 @@ test-fuzz: $(STAMP)
 	@seed=$${EMBER_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
 	scale=$${EMBER_FUZZ_SCALE:-20}; \
 	echo "fuzz seed $$seed, scale $$scale (rerun: EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale make test-fuzz)"; \
-	EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
+	EMBER_FUZZ_SEED=$$seed EMBER_FUZZ_SCALE=$$scale $(BIN)/python -m pytest -q -n $(WORKERS) -p no:cacheprovider tests/fuzz
 
 # The array API standard's conformance suite (data-apis/array-api-tests, pinned, read-only)
 # against ember.array_api: revision 2024.12 with the linalg and fft extensions, in two pytest
@@ -66,7 +69,7 @@ test-array-api-ci: $(STAMP)
 
 # the CUDA backend alone on Numba's CUDA simulator (no GPU needed); `make test` runs it too
 test-cuda-sim: $(STAMP)
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q -m "devices or cuda" tests
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -q -n $(WORKERS) -m "devices or cuda" tests
 
 bench: $(STAMP)
 	$(BIN)/python -m perf

@@ -1,10 +1,2 @@
-"""The fuzz tier: report the seed, the scale and the examples tried per area."""
-from .settings import COUNTS, SCALE, SEED
-
-
-def pytest_terminal_summary(terminalreporter):
-    if not COUNTS:
-        return
-    areas = ", ".join(f"{area} {n}" for area, n in sorted(COUNTS.items()))
-    terminalreporter.write_line(f"ember fuzz: EMBER_FUZZ_SEED={SEED} EMBER_FUZZ_SCALE={SCALE:g}; "
-                                f"examples per area: {areas} (total {sum(COUNTS.values())})")
+"""The fuzz tier's report (seed, scale, examples per area) is printed by tests/conftest.py,
+which also gathers the counts of pytest-xdist workers."""
