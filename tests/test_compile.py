@@ -269,11 +269,32 @@ assert step.traces == 1
 """
 
 
+# a float64 step of tiny tensors: replayed by the CPU tape, whose interpreter is cached too
+TAPE_CACHE_SCRIPT = """
+import numpy as np, ember
+dev = ember.Device.cpu().autodiff()
+
+@ember.compile
+def grad(theta):
+    y = theta
+    for _ in range(20):
+        y = y + (y * theta).tanh() * 0.1
+    return y.sum(), theta.grad(y.sum().backward())
+
+theta = ember.tensor([0.3, -0.2], dtype=ember.float64, device=dev).require_grad()
+for _ in range(3):
+    grad(theta)[1].numpy()
+assert grad.traces == 1
+assert next(iter(grad._programs.values())).instructions is not None
+"""
+
+
 @pytest.mark.skipif(DEVICE.type != "cpu", reason="the disk cache of CPU kernels")
-def test_a_second_process_traces_once_and_compiles_nothing(tmp_path):
-    first = compiled_in_new_process(CACHE_SCRIPT, tmp_path)
+@pytest.mark.parametrize("script", [CACHE_SCRIPT, TAPE_CACHE_SCRIPT], ids=["bound", "tape"])
+def test_a_second_process_traces_once_and_compiles_nothing(tmp_path, script):
+    first = compiled_in_new_process(script, tmp_path)
     assert first   # the first process compiled the step's kernels
-    assert compiled_in_new_process(CACHE_SCRIPT, tmp_path) == []
+    assert compiled_in_new_process(script, tmp_path) == []
 
 
 def test_two_optimizers_over_the_same_parameters_read_the_stepped_one():
