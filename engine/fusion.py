@@ -134,7 +134,10 @@ def elementwise(op, inputs, shape, dtype, device):
     fewer than ``MIN_SIZE`` elements (deferring costs more than it saves there)."""
     if ENABLED and prod(shape) >= MIN_SIZE:
         return defer(op, inputs, shape, dtype, device)
-    if len(inputs) == 2:   # their storage, as Tensor._data reads it (no pending node here)
+    # their storage, as Tensor._data reads it; one and two inputs (every op but where)
+    # written out: per-op overhead
+    n = len(inputs)
+    if n == 2:
         x = inputs[0]._buf
         y = inputs[1]._buf
         if type(x) is Deferred:
@@ -142,6 +145,9 @@ def elementwise(op, inputs, shape, dtype, device):
         if type(y) is Deferred:
             y = inputs[1]._data
         arrays = (x, y)
+    elif n == 1:
+        x = inputs[0]._buf
+        arrays = (x if type(x) is not Deferred else inputs[0]._data,)
     else:
         arrays = [t._data for t in inputs]
     return device.backend.elementwise(op, arrays, shape, dtype)
