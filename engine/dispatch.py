@@ -26,9 +26,17 @@ from .storage import TensorBase, make
 prod = math.prod
 
 
+_OP_NAMES = {}
+
+
 def op_name(op):
     """The user-facing name of an IR op, for error messages (``Op.ANY_`` -> "any")."""
-    return op.name.lower().rstrip("_") if isinstance(op, Op) else op
+    if not isinstance(op, Op):
+        return op
+    name = _OP_NAMES.get(op)   # (an Enum's ``name`` is a slow Python property)
+    if name is None:
+        name = _OP_NAMES[op] = op.name.lower().rstrip("_")
+    return name
 
 
 def check_kind(name, op, t):

@@ -60,7 +60,10 @@ def _slice_assign(op, x, values, *, index):
 
 
 def _cat(op, *xs, axis, dtype):
-    if sum(x.size for x in xs) < NUMPY_COPY_MAX:
+    size = 0
+    for x in xs:
+        size += x.size
+    if size < NUMPY_COPY_MAX:
         return np.concatenate(xs, axis=axis)
     return cat_shape_and_fill(xs, axis, lambda shape: empty(shape, dtype.np), _copy_into)
 
