@@ -185,8 +185,9 @@ def cat(tensors, dim=0):
     if ndim == 0:
         raise ValueError("cat: zero-dimensional tensors cannot be concatenated; use stack")
     shapes = [t._buf.shape for t in tensors]
-    if any(len(s) != ndim for s in shapes):
-        raise ValueError(f"cat: tensors must have the same number of dims, got shapes {shapes}")
+    for s in shapes:
+        if len(s) != ndim:
+            raise ValueError(f"cat: tensors must have the same number of dims, got shapes {shapes}")
     axis = dispatch.normalize_dim("cat", dim, ndim)
     layout.cat_shape(shapes, axis)
     return _cat(tensors, axis)

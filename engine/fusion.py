@@ -208,9 +208,12 @@ def run(op, inputs, params, device):
         if type(t._buf) is Deferred:
             if op in _FUSED_REDUCTIONS:
                 return reduce_deferred(op, t, params)
-            return device.backend.execute(op, t._data, **params)
-        return device.backend.execute(op, t._buf, **params)
-    return device.backend.execute(op, *[t._data for t in inputs], **params)
+            return device.backend.run(op, (t._data,), params)
+        return device.backend.run(op, (t._buf,), params)
+    if len(inputs) == 2:   # matmul, cat of two, indexing ops: no list either
+        a, b = inputs
+        return device.backend.run(op, (a._data, b._data), params)
+    return device.backend.run(op, tuple([t._data for t in inputs]), params)
 
 
 def _size(args):

@@ -161,6 +161,7 @@ def cat_shape(shapes, dim):
         if len(s) != len(first) or s[:dim] != head or s[dim + 1:] != tail:
             raise ValueError(f"cat: shapes {' and '.join(str(x) for x in (first, s))} "
                              f"differ outside dim {dim}")
-    out = list(first)
-    out[dim] = sum(s[dim] for s in shapes)
-    return tuple(out)
+    n = 0
+    for s in shapes:
+        n += s[dim]
+    return head + (n,) + tail
