@@ -26,9 +26,17 @@ from .storage import TensorBase, make
 prod = math.prod
 
 
+_OP_NAMES = {}
+
+
 def op_name(op):
     """The user-facing name of an IR op, for error messages (``Op.ANY_`` -> "any")."""
-    return op.name.lower().rstrip("_") if isinstance(op, Op) else op
+    if not isinstance(op, Op):
+        return op
+    name = _OP_NAMES.get(op)   # (an Enum's ``name`` is a slow Python property)
+    if name is None:
+        name = _OP_NAMES[op] = op.name.lower().rstrip("_")
+    return name
 
 
 def check_kind(name, op, t):
@@ -266,52 +274,72 @@ def _result(op, dtype):
 def elementwise(op, *args):
     """Run elementwise ``op`` over tensors and Python scalars, with numpy's broadcasting and
     promotion (Python scalars are weak)."""
-    like = None
-    if len(args) == 1:
+    # The three common signatures, each written out (per-op overhead: no loop, list or
+    # class-set test per call): tensor (op) tensor, tensor (op) scalar, one tensor; scalar
+    # (op) tensor; anything else, or a signature without a plan, takes ``_elementwise_checked``.
+    if len(args) == 2:
+        a, b = args
+        if isinstance(a, TensorBase):
+            if isinstance(b, TensorBase):
+                key = (op, a._dtype.name, b._dtype.name)
+                plan = _PLANS.get(key)
+                if plan is None:
+                    plan = _plan(key, op, args)
+                if plan:
+                    sa = a._buf.shape
+                    sb = b._buf.shape
+                    if sa == sb or not sb:
+                        shape = sa
+                    elif not sa:
+                        shape = sb
+                    else:
+                        shape = broadcast_shapes(op, sa, sb)
+                    dtype = plan[0]
+                    if a._dtype is not dtype:
+                        a = cast(a, dtype)
+                    if b._dtype is not dtype:
+                        b = cast(b, dtype)
+                    return _apply(op, (a, b), shape, plan[1], None, None)
+            elif type(b) in _SCALARS:
+                key = (op, a._dtype.name, type(b))
+                plan = _PLANS.get(key)
+                if plan is None:
+                    plan = _plan(key, op, args)
+                if plan:
+                    dtype = plan[0]
+                    try:
+                        b = constant(b, a, dtype)
+                    except ScalarRangeError as e:
+                        return _out_of_range(op, args, e)
+                    if a._dtype is not dtype:
+                        a = cast(a, dtype)
+                    return _apply(op, (a, b), a._buf.shape, plan[1], None, None)
+        elif isinstance(b, TensorBase) and type(a) in _SCALARS:
+            key = (op, type(a), b._dtype.name)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = _plan(key, op, args)
+            if plan:
+                dtype = plan[0]
+                try:
+                    a = constant(a, b, dtype)
+                except ScalarRangeError as e:
+                    return _out_of_range(op, args, e)
+                if b._dtype is not dtype:
+                    b = cast(b, dtype)
+                return _apply(op, (a, b), b._buf.shape, plan[1], None, None)
+    elif len(args) == 1:
         a = args[0]
         if isinstance(a, TensorBase):
             key = (op, a._dtype.name)
-            like = a
-    elif len(args) == 2:
-        a, b = args
-        ta, tb = type(a), type(b)
-        if ta not in _SCALARS:
-            if tb not in _SCALARS:
-                if isinstance(a, TensorBase) and isinstance(b, TensorBase):
-                    key = (op, a._dtype.name, b._dtype.name)
-                    like = a
-            elif isinstance(a, TensorBase):
-                key = (op, a._dtype.name, tb)
-                like = a
-        elif tb not in _SCALARS and isinstance(b, TensorBase):
-            key = (op, ta, b._dtype.name)
-            like = b
-    if like is None or op is Op.WHERE:   # three operands, numpy scalars, non-tensors
-        return _elementwise_checked(op, args)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _plan(key, op, args)
-    if not plan:
-        return _elementwise_checked(op, args)
-    dtype = plan[0]
-    shape = None
-    inputs = []
-    for a in args:
-        if a is like or isinstance(a, TensorBase):
-            s = a._buf.shape
-            if shape is None or shape == s:
-                shape = s
-            elif s:
-                shape = broadcast_shapes(op, shape, s) if shape else s
-            if a._dtype is not dtype:
-                a = cast(a, dtype)
-        else:
-            try:
-                a = constant(a, like, dtype)
-            except ScalarRangeError as e:
-                return _out_of_range(op, args, e)
-        inputs.append(a)
-    return _apply(op, inputs, shape, plan[1], None, None)
+            plan = _PLANS.get(key)
+            if plan is None:
+                plan = _plan(key, op, args)
+            if plan:
+                if a._dtype is not plan[0]:
+                    a = cast(a, plan[0])
+                return _apply(op, (a,), a._buf.shape, plan[1], None, None)
+    return _elementwise_checked(op, args)
 
 
 def _elementwise_checked(op, args):

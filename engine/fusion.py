@@ -2,7 +2,7 @@
 
 When fusion is on (the default; ``EMBER_FUSION=0`` or ``set_enabled(False)`` turns it off),
 ``dispatch.apply`` does not run an elementwise op (casts included): after every check
-(kinds, shapes, devices, strategies) and before autodiff records it, ``defer`` returns a
+(kinds, shapes, devices, strategies) and before autodiff records it, ``elementwise`` returns a
 ``Deferred`` node — the op, its arguments (arrays or other deferred nodes), shape and
 dtype — and the Tensor holds it in place of an array.  Errors therefore still point at
 the op the user wrote; ``t.shape`` and ``t.dtype`` never compute anything.
@@ -130,35 +130,27 @@ prod = math.prod
 
 def elementwise(op, inputs, shape, dtype, device):
     """Elementwise ``op`` on tensors ``inputs`` (validated, promoted, broadcast to ``shape``):
-    a ``Deferred`` node, or the array computed at once when fusion is off or the output has
-    fewer than ``MIN_SIZE`` elements (deferring costs more than it saves there)."""
-    if ENABLED and prod(shape) >= MIN_SIZE:
-        return defer(op, inputs, shape, dtype, device)
-    if len(inputs) == 2:   # their storage, as Tensor._data reads it (no pending node here)
-        x = inputs[0]._buf
-        y = inputs[1]._buf
-        if type(x) is Deferred:
-            x = inputs[0]._data
-        if type(y) is Deferred:
-            y = inputs[1]._data
-        arrays = (x, y)
-    else:
-        arrays = [t._data for t in inputs]
-    return device.backend.elementwise(op, arrays, shape, dtype)
-
-
-def run(op, inputs, params, device):
-    """Any other op: a sum, prod, max or min of a pending chain computes the chain as it
-    reduces where the backend can (``reduce_deferred``); everything else runs on the device's
-    backend, its pending inputs computed first."""
-    if op in _FUSED_REDUCTIONS and type(inputs[0]._buf) is Deferred:
-        return reduce_deferred(op, inputs[0], params)
-    return device.backend.execute(op, *[t._data for t in inputs], **params)
-
-
-def defer(op, inputs, shape, dtype, device):
-    """``op`` on tensors ``inputs`` as a Deferred node of ``shape`` and ``dtype`` (everything
-    was checked; ``elementwise`` runs outputs of fewer than ``MIN_SIZE`` elements at once)."""
+    a ``Deferred`` node of ``shape`` and ``dtype``, or the array computed at once when fusion
+    is off or the output has fewer than ``MIN_SIZE`` elements (deferring costs more than it
+    saves there).  (One function, deferring included: a call less per op.)"""
+    if not ENABLED or prod(shape) < MIN_SIZE:
+        # their storage, as Tensor._data reads it; one and two inputs (every op but where)
+        # written out: per-op overhead
+        n = len(inputs)
+        if n == 2:
+            x = inputs[0]._buf
+            y = inputs[1]._buf
+            if type(x) is Deferred:
+                x = inputs[0]._data
+            if type(y) is Deferred:
+                y = inputs[1]._data
+            arrays = (x, y)
+        elif n == 1:
+            x = inputs[0]._buf
+            arrays = (x if type(x) is not Deferred else inputs[0]._data,)
+        else:
+            arrays = [t._data for t in inputs]
+        return device.backend.elementwise(op, arrays, shape, dtype)
     args = []
     weight = 1
     seq = next(_SEQ)
@@ -204,6 +196,24 @@ def defer(op, inputs, shape, dtype, device):
     node.seq = seq
     node.low = low
     return node
+
+
+def run(op, inputs, params, device):
+    """Any other op: a sum, prod, max or min of a pending chain computes the chain as it
+    reduces where the backend can (``reduce_deferred``); everything else runs on the device's
+    backend, its pending inputs computed first."""
+    if len(inputs) == 1:   # most ops, reductions among them (per-op overhead: no list)
+        # (no local variable may hold the node: reduce_deferred counts its references)
+        t = inputs[0]
+        if type(t._buf) is Deferred:
+            if op in _FUSED_REDUCTIONS:
+                return reduce_deferred(op, t, params)
+            return device.backend.run(op, (t._data,), params)
+        return device.backend.run(op, (t._buf,), params)
+    if len(inputs) == 2:   # matmul, cat of two, indexing ops: no list either
+        a, b = inputs
+        return device.backend.run(op, (a._data, b._data), params)
+    return device.backend.run(op, tuple([t._data for t in inputs]), params)
 
 
 def _size(args):
@@ -440,8 +450,9 @@ def _program(key):
 
 
 def _run_alone(node):
+    # (the backend's positional elementwise entry: no keyword dict per call)
     args = [a.value if type(a) is Deferred else a for a in node.args]
-    node.value = node.device.backend.execute(node.op, *args, shape=node.shape, dtype=node.dtype)
+    node.value = node.device.backend.elementwise(node.op, args, node.shape, node.dtype)
     node.args = None
     _STATS["eager"] += 1
     return node.value

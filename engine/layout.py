@@ -99,12 +99,19 @@ def permutation(dims, ndim):
 
 def basic_index(index, shape, name="getitem"):
     """Validate an index of ints, slices, None and Ellipsis; return a tuple numpy accepts."""
-    if not isinstance(index, tuple):
+    # (per-op overhead: one counting pass, and ``type(x) is int`` before the slow
+    # ``numbers.Integral`` check)
+    if type(index) is not tuple:
         index = (index,)
-    n_ell = sum(1 for i in index if i is Ellipsis)
+    n_ell = n_none = 0
+    for i in index:
+        if i is Ellipsis:
+            n_ell += 1
+        elif i is None:
+            n_none += 1
     if n_ell > 1:
         raise IndexError(f"{name}: an index can only have a single ellipsis ('...')")
-    n_dims = sum(1 for i in index if i is not None and i is not Ellipsis)
+    n_dims = len(index) - n_ell - n_none
     if n_dims > len(shape):
         raise IndexError(f"{name}: too many indices ({n_dims}) for a tensor of shape {shape}")
     out = []
@@ -116,21 +123,24 @@ def basic_index(index, shape, name="getitem"):
             dim += skip
         elif i is None:
             out.append(None)
-        elif isinstance(i, slice):
-            parts = []
-            for part in (i.start, i.stop, i.step):
-                if part is not None and not isinstance(part, numbers.Integral):
-                    try:   # objects with __index__ (0-d Int tensors, numpy ints), as numpy takes
-                        part = operator.index(part)
-                    except TypeError:
-                        raise TypeError(f"{name}: slice bounds must be ints or None, got {i!r}") from None
-                parts.append(part)
-            i = slice(*parts)
+        elif type(i) is slice:
+            start, stop, step = i.start, i.stop, i.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or type(step) is int)):
+                parts = []
+                for part in (start, stop, step):
+                    if part is not None and not isinstance(part, numbers.Integral):
+                        try:   # objects with __index__ (0-d Int tensors, numpy ints), as numpy takes
+                            part = operator.index(part)
+                        except TypeError:
+                            raise TypeError(f"{name}: slice bounds must be ints or None, got {i!r}") from None
+                    parts.append(part)
+                i = slice(*parts)
             if i.step == 0:
                 raise ValueError(f"{name}: slice step cannot be zero")
             out.append(i)
             dim += 1
-        elif isinstance(i, numbers.Integral) and not isinstance(i, bool):
+        elif type(i) is int or (isinstance(i, numbers.Integral) and not isinstance(i, bool)):
             n = shape[dim]
             if not -n <= i < n:
                 raise IndexError(f"{name}: index {i} is out of range for dim {dim} with size {n}")
@@ -146,10 +156,12 @@ def basic_index(index, shape, name="getitem"):
 
 def cat_shape(shapes, dim):
     first = shapes[0]
+    head, tail = first[:dim], first[dim + 1:]
     for s in shapes[1:]:
-        if len(s) != len(first) or any(a != b for d, (a, b) in enumerate(zip(first, s)) if d != dim):
+        if len(s) != len(first) or s[:dim] != head or s[dim + 1:] != tail:
             raise ValueError(f"cat: shapes {' and '.join(str(x) for x in (first, s))} "
                              f"differ outside dim {dim}")
-    out = list(first)
-    out[dim] = sum(s[dim] for s in shapes)
-    return tuple(out)
+    n = 0
+    for s in shapes:
+        n += s[dim]
+    return head + (n,) + tail

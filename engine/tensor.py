@@ -21,9 +21,11 @@ from .ir import Op
 from .storage import TensorBase, make
 
 
-# The ops of the arithmetic operators as module globals: looking up an Enum member
-# (``Op.ADD``) costs ~40 ns per call, a tenth of a small op's dispatch
-_ADD, _SUB, _MUL, _DIV = Op.ADD, Op.SUB, Op.MUL, Op.DIV
+# The ops of the arithmetic operators, matmul, reshape and indexing as module globals: looking
+# up an Enum member (``Op.ADD``) costs ~40 ns per call on Python 3.11, a tenth of a small op's
+# dispatch
+_ADD, _SUB, _MUL, _DIV, _MATMUL = Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MATMUL
+_RESHAPE, _SLICE = Op.RESHAPE, Op.SLICE
 _BASIC_INDEX = indexing._BASIC   # index entries of basic indexing: int, slice, None, ...
 
 
@@ -907,22 +909,25 @@ class Tensor(TensorBase):
             other = _from_array(other, self)
         if not _is_tensor(other):
             raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
-        dispatch.check_kind("matmul", Op.MATMUL, self)
-        dispatch.check_kind("matmul", Op.MATMUL, other)
-        dispatch.same_device("matmul", [self, other])
-        a, b = self.shape, other.shape
+        dispatch.check_kind("matmul", _MATMUL, self)
+        dispatch.check_kind("matmul", _MATMUL, other)
+        dispatch.same_device("matmul", (self, other))
+        a, b = self._buf.shape, other._buf.shape
         if not a or not b:
             raise ValueError(f"matmul: operands must have at least one dim, got shapes {a} and {b}")
         k1 = a[-1]
         k2 = b[-2] if len(b) > 1 else b[0]
         if k1 != k2:
             raise ValueError(f"matmul: shapes {a} and {b} do not match ({k1} != {k2})")
-        dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
-        dtype = dt.promote(self._dtype, other._dtype)
+        if len(a) > 2 and len(b) > 2:   # batch dims on both sides
+            dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
+        dtype = self._dtype
+        if other._dtype is not dtype:
+            dtype = dt.promote(dtype, other._dtype)
         # a quantized operand stays quantized: dispatch sends it to the quantized matmul
         x = self if self._dtype.quantized else dispatch.cast(self, dtype)
         y = other if other._dtype.quantized else dispatch.cast(other, dtype)
-        return apply(Op.MATMUL, x, y)
+        return apply(_MATMUL, x, y)
 
     __matmul__ = matmul
 
@@ -964,7 +969,7 @@ class Tensor(TensorBase):
         new = layout.reshape(self.shape, shape)
         if new == self.shape:
             return self
-        return apply(Op.RESHAPE, self, shape=new)
+        return apply(_RESHAPE, self, shape=new)
 
     view = reshape
 
@@ -1058,7 +1063,7 @@ class Tensor(TensorBase):
             if advanced is not None:
                 return indexing.getitem(self, advanced)
         idx = layout.basic_index(index, self.shape)
-        return apply(Op.SLICE, self, index=idx)
+        return apply(_SLICE, self, index=idx)
 
     def __setitem__(self, index, value):
         """``t[index] = value`` (any index ``[]`` takes; ``value`` a tensor or Python scalar,
@@ -1327,20 +1332,25 @@ def _accumulator(t, dtype):
     return dt.uint64 if t._dtype.np.kind == "u" else dt.int64
 
 
+_LOGICAL_REDUCTIONS = frozenset((Op.ANY_, Op.ALL))
+_SUM_PROD = frozenset((Op.SUM, Op.PROD))
+_MAX_MIN = frozenset((Op.MAX, Op.MIN))
+
+
 def _reduce(op, t, dim, keepdim, dtype=None):
     name = dispatch.op_name(op)
     dispatch.check_kind(name, op, t)
-    axes = normalize_dims(name, dim, t.ndim)
-    if op is Op.ANY_ or op is Op.ALL:
+    axes = normalize_dims(name, dim, len(t._buf.shape))
+    if op in _LOGICAL_REDUCTIONS:
         x, dtype = (t if t._dtype is dt.bool_ else t != 0), dt.bool_
-    elif op is Op.SUM or op is Op.PROD:
+    elif op in _SUM_PROD:
         dtype = _accumulator(t, dtype)
         # a narrower integer input is read as it is (the kernels widen on the fly); any other
         # requested dtype is a cast first, so the sum runs (and wraps) in that dtype
         x = t if (t._dtype is dtype or dtype is _accumulator(t, None)) else t.cast(dtype)
     else:
         x, dtype = t, t._dtype
-    if x.numel() == 0 and op in (Op.MAX, Op.MIN) and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
+    if op in _MAX_MIN and x.numel() == 0 and (x.ndim == 0 or any(x.shape[a] == 0 for a in axes)):
         raise ValueError(f"{name}: cannot reduce an empty dim (shape {t.shape}, dims {axes})")
     out = apply(op, x, axes=axes, dtype=dtype)
     return _keep(out, t.shape, axes) if keepdim else out

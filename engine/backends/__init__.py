@@ -45,6 +45,14 @@ class Backend:
             _recorder.launch(self, op, inputs, params, out)
         return out
 
+    def run(self, op, inputs, params):
+        """``execute(op, *inputs, **params)`` with a tuple ``inputs`` and a dict ``params``
+        passed as they are: the planning layer's entry (per-op overhead: no packing)."""
+        out = self._table[op](op, *inputs, **params)
+        if _recorder is not None:
+            _recorder.launch(self, op, inputs, params, out)
+        return out
+
     def bind(self, op, params, inputs, out):
         """A callable ``f(*inputs)`` that does what ``execute(op, *inputs, **params)`` does,
         without reporting to a recorder: what an ``ember.compile`` replay calls per launch.

@@ -24,7 +24,7 @@ from . import fft, fused, index, linalg, quant, reduce, scan, softmax, sort, tap
 
 
 def _elementwise(op, *inputs, shape, dtype):
-    return ew.elementwise_new(op.scalar, inputs, shape, dtype.np)
+    return ew.elementwise_new(op, inputs, shape, dtype)
 
 
 # Copies below this many elements go through numpy (one C call: ~1 us against ~3-5 us for
@@ -60,7 +60,10 @@ def _slice_assign(op, x, values, *, index):
 
 
 def _cat(op, *xs, axis, dtype):
-    if sum(x.size for x in xs) < NUMPY_COPY_MAX:
+    size = 0
+    for x in xs:
+        size += x.size
+    if size < NUMPY_COPY_MAX:
         return np.concatenate(xs, axis=axis)
     return cat_shape_and_fill(xs, axis, lambda shape: empty(shape, dtype.np), _copy_into)
 
@@ -143,9 +146,7 @@ class CpuBackend(Backend):
     name = "cpu"
     _table = _TABLE
 
-    @staticmethod
-    def _elementwise(op, inputs, shape, dtype):
-        return ew.elementwise_new(op.scalar, inputs, shape, dtype.np)
+    _elementwise = staticmethod(ew.elementwise_new)
 
     def bind(self, op, params, inputs, out):
         """``execute(op, *inputs, **params)`` as one call for a compiled step's replay: views
@@ -162,9 +163,9 @@ class CpuBackend(Backend):
         if op is Op.FUSED:
             return fused.bind(**params)
         if op in ELEMENTWISE:
-            scalar, shape, dtype = op.scalar, params["shape"], params["dtype"].np
+            shape, dtype = params["shape"], params["dtype"]
             new = ew.elementwise_new
-            return lambda *xs: new(scalar, xs, shape, dtype)
+            return lambda *xs: new(op, xs, shape, dtype)
         return functools.partial(self._table[op], op, **params)
 
     def tape(self, steps, constants, inputs, keep):

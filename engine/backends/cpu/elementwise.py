@@ -71,29 +71,46 @@ def operand(x):
 
 
 def elementwise_new(op, inputs, shape, dtype):
-    """op(*inputs) into a new C-contiguous array of ``shape`` and ``dtype`` (from ``alloc``).
+    """IR op ``op`` on ``inputs`` into a new C-contiguous array of ``shape`` and Ember dtype
+    ``dtype`` (from ``alloc``): the backend's elementwise launcher itself (per-op overhead: no
+    wrapper call).
 
-    The commonest call on small tensors (inputs holding the output's elements in order)
-    goes straight to the flat kernel: per-op overhead.
+    The commonest calls on small tensors (inputs holding the output's elements in order)
+    go straight to the flat kernel.
     """
-    out = alloc(shape, dtype)
+    scalar = op.scalar
+    char = dtype.np.char
+    out = alloc(shape, dtype.np)
     n = out.size
     if 0 < n < PARALLEL_MIN:
-        if len(inputs) == 2:   # the commonest call, without a loop or a list
+        # the commonest calls, two inputs and one, written out without a loop or a list (one
+        # element: every input has one, and one element is contiguous)
+        arity = len(inputs)
+        if arity == 2:
             a, b = inputs
-            if a.size == n and b.size == n and a.flags.c_contiguous and b.flags.c_contiguous:
-                key = (2, op, dtype.char)
+            if n == 1 or (a.size == n and b.size == n and a.flags.c_contiguous
+                          and b.flags.c_contiguous):
+                key = (2, scalar, char)
                 f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                f(a if a.ndim == 1 else a.reshape(-1), b if b.ndim == 1 else b.reshape(-1),
+                # (a 0-d input, a scalar operand: ``x[None]`` is half the time of a reshape)
+                f(a if a.ndim == 1 else a[None] if not a.ndim else a.reshape(-1),
+                  b if b.ndim == 1 else b[None] if not b.ndim else b.reshape(-1),
                   out if out.ndim == 1 else out.reshape(-1))
+                return out
+        elif arity == 1:
+            a = inputs[0]
+            if n == 1 or (a.size == n and a.flags.c_contiguous):
+                key = (1, scalar, char)
+                f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
+                f(a if a.ndim == 1 else a.reshape(-1), out if out.ndim == 1 else out.reshape(-1))
                 return out
         flat = _flat_operands(inputs, n)
         if flat is not None:
-            key = (len(inputs), op, dtype.char)
+            key = (arity, scalar, char)
             f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
             f(*flat, out if out.ndim == 1 else out.reshape(-1))
             return out
-    return elementwise(op, inputs, out)
+    return elementwise(scalar, inputs, out)
 
 
 def _flat_operands(inputs, n):

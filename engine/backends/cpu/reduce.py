@@ -139,6 +139,31 @@ def _run_fold(op, x3, init):
     return out
 
 
+# (combiner, input dtype, result dtype, shape, axes) -> ``_serial_fold`` of that reduction:
+# per-op overhead on small arrays (``reduce``'s checks and ``fold_params`` ran ~3 us a call)
+_SERIAL_FOLDS = {}
+
+
+def _serial_fold(op, dtype, init, outer, n, inner, out_shape):
+    """``_run_fold`` of a C-contiguous (outer, n, inner) input of ``dtype`` on one thread,
+    reshaped to ``out_shape``, with its parameters found once: a function of the input."""
+    parallel, ob, nsplit, winit, flush, rows, pack = fold_params(op, dtype, init, outer, n,
+                                                                 inner)
+    assert not parallel and nsplit == 1
+    fn = fold_kernel(op).serial
+    part = np.empty(0, winit.dtype)   # (read only by split folds)
+    out_dtype = init.dtype
+
+    def run(x):
+        out = alloc((outer, inner), out_dtype)
+        x = x.reshape(-1)
+        fn(x, x[:0], part, out.reshape(-1), init, winit, outer, n, inner, ob, nsplit, rows,
+           pack, flush)
+        return out.reshape(out_shape)
+
+    return run
+
+
 def _dense_order(y):
     """Dims of ``y`` in memory order if ``y`` is a permuted C-contiguous array, else None."""
     order = sorted(range(y.ndim), key=lambda d: -y.strides[d])
@@ -156,6 +181,12 @@ def reduce(op, x, axes, out_dtype):
     """
     out_dtype = np.dtype(out_dtype)
     shape = x.shape
+    contiguous = x.flags.c_contiguous
+    if contiguous:   # a signature met before, folded on one thread: its launch, found once
+        key = (op, x.dtype, out_dtype, shape, tuple(axes))
+        fold = _SERIAL_FOLDS.get(key)
+        if fold is not None:
+            return fold(x)
     out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
     n_red = 1
     for a in axes:
@@ -173,9 +204,15 @@ def reduce(op, x, axes, out_dtype):
 
     # fast path: one block of reduced dims in a C-contiguous array
     lo, hi = min(axes), max(axes) + 1
-    if x.flags.c_contiguous and fused and hi - lo == len(axes):
+    if contiguous and fused and hi - lo == len(axes):
         outer = math.prod(shape[:lo])
         inner = math.prod(shape[hi:])
+        if outer * n_red * inner < FOLD_PARALLEL_MIN:
+            if len(_SERIAL_FOLDS) >= 4096:
+                _SERIAL_FOLDS.clear()
+            fold = _SERIAL_FOLDS[key] = _serial_fold(op, x.dtype, init, outer, n_red, inner,
+                                                     out_shape)
+            return fold(x)
         return _run_fold(op, x.reshape(outer, n_red, inner), init).reshape(out_shape)
 
     # drop size-1 dims, undo negative strides, then look at dims in memory order

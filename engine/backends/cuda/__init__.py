@@ -128,6 +128,12 @@ class CudaBackend(Backend):
                 return super().execute(op, *inputs, **params)
         return super().execute(op, *inputs, **params)
 
+    def run(self, op, inputs, params):
+        if self._multi:
+            with self.cuda.gpus[self.index]:
+                return super().run(op, inputs, params)
+        return super().run(op, inputs, params)
+
     def _elementwise(self, op, inputs, shape, dtype):
         return self._table[op](op, *inputs, shape=shape, dtype=dtype)
 
