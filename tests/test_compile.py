@@ -399,15 +399,19 @@ def test_tape_gradients_equal_eager(strategy):
     s0 = t([[1.0, 0.0], [0.5, -0.3], [-0.8, 0.4]], ember.float64)
     observed = t(RNG.standard_normal((31, 3)) * 0.3, ember.float64)
 
+    # the CUDA simulator runs a launch in ~10 ms (and has no tape): a short solve there
+    steps = 30 if DEVICE.type == "cpu" else 2
+    observed = observed[:steps + 1]
+
     def loss_and_grad(theta):
-        loss = _ode_loss(theta, s0, observed)
+        loss = _ode_loss(theta, s0, observed, steps)
         return loss, theta.grad(loss.backward())
 
     step = ember.compile(loss_and_grad)
     for values in ([-2.0, 0.8], [-1.5, 0.9], [-2.5, 0.6]):
         theta = t(values, ember.float64, dev).require_grad()
         close(step(theta), loss_and_grad(theta))
-    assert on_tape(step).launches > 300 and step.traces == 1
+    assert on_tape(step).launches > 10 * steps and step.traces == 1
 
 
 def test_tape_adam_state_advances_as_in_eager():
