@@ -301,33 +301,13 @@ def elementwise(op, *args):
                         b = cast(b, dtype)
                     return _apply(op, (a, b), shape, plan[1], None, None)
             elif type(b) in _SCALARS:
-                key = (op, a._dtype.name, type(b))
-                plan = _PLANS.get(key)
-                if plan is None:
-                    plan = _plan(key, op, args)
-                if plan:
-                    dtype = plan[0]
-                    try:
-                        b = constant(b, a, dtype)
-                    except ScalarRangeError as e:
-                        return _out_of_range(op, args, e)
-                    if a._dtype is not dtype:
-                        a = cast(a, dtype)
-                    return _apply(op, (a, b), a._buf.shape, plan[1], None, None)
+                out = _with_scalar(op, args, a, b, (op, a._dtype.name, type(b)))
+                if out is not None:
+                    return out
         elif isinstance(b, TensorBase) and type(a) in _SCALARS:
-            key = (op, type(a), b._dtype.name)
-            plan = _PLANS.get(key)
-            if plan is None:
-                plan = _plan(key, op, args)
-            if plan:
-                dtype = plan[0]
-                try:
-                    a = constant(a, b, dtype)
-                except ScalarRangeError as e:
-                    return _out_of_range(op, args, e)
-                if b._dtype is not dtype:
-                    b = cast(b, dtype)
-                return _apply(op, (a, b), b._buf.shape, plan[1], None, None)
+            out = _with_scalar(op, args, b, a, (op, type(a), b._dtype.name))
+            if out is not None:
+                return out
     elif len(args) == 1:
         a = args[0]
         if isinstance(a, TensorBase):
@@ -340,6 +320,25 @@ def elementwise(op, *args):
                     a = cast(a, plan[0])
                 return _apply(op, (a,), a._buf.shape, plan[1], None, None)
     return _elementwise_checked(op, args)
+
+
+def _with_scalar(op, args, t, scalar, key):
+    """``elementwise`` of tensor ``t`` and Python number ``scalar`` (``args`` in the user's
+    order) by the plan of ``key``, or None when the signature has no plan."""
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key, op, args)
+    if not plan:
+        return None
+    dtype = plan[0]
+    try:
+        c = constant(scalar, t, dtype)
+    except ScalarRangeError as e:
+        return _out_of_range(op, args, e)
+    if t._dtype is not dtype:
+        t = cast(t, dtype)
+    return _apply(op, (t, c) if scalar is args[1] else (c, t), t._buf.shape, plan[1], None,
+                  None)
 
 
 def _elementwise_checked(op, args):

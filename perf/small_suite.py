@@ -76,16 +76,16 @@ def rk4_data():
     return np.array(INITIAL_STATES), observed, np.log([ZETA0, OMEGA0])
 
 
-def rk4_positions(s0, a_t, stack):
-    """The positions of every trajectory at each of the RK4_STEPS + 1 times, for any library
+def rk4_positions(s0, a_t, stack, steps=RK4_STEPS, dt=DT):
+    """The positions of every trajectory at each of the ``steps + 1`` times, for any library
     whose arrays have ``@``, ``+``, ``*`` and ``[:, 0]`` (all four do): ``s' = s @ a_t``."""
     s, xs = s0, [s0[:, 0]]
-    for _ in range(RK4_STEPS):
+    for _ in range(steps):
         k1 = s @ a_t
-        k2 = (s + k1 * (DT / 2)) @ a_t
-        k3 = (s + k2 * (DT / 2)) @ a_t
-        k4 = (s + k3 * DT) @ a_t
-        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (DT / 6)
+        k2 = (s + k1 * (dt / 2)) @ a_t
+        k3 = (s + k2 * (dt / 2)) @ a_t
+        k4 = (s + k3 * dt) @ a_t
+        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (dt / 6)
         xs.append(s[:, 0])
     return stack(xs)
 

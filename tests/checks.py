@@ -8,10 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
 import ember
+
+ROOT = Path(__file__).resolve().parents[1]   # the checkout (perf/ is a folder of it)
 
 # Tolerances used when a test does not give its own: one IEEE operation or so.
 DEFAULT_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-12,

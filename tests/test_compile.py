@@ -4,11 +4,12 @@ Every test builds its tensors on the table device (``checks.DEVICE``: the CPU, o
 simulator tier); the tests marked ``devices`` run in both tiers.  Replays run the very
 launches of the trace, so results, gradients and optimizer state are compared bit for bit.
 """
+import sys
 import time
 
 import numpy as np
 import pytest
-from checks import DEVICE, compiled_in_new_process
+from checks import DEVICE, ROOT, compiled_in_new_process
 
 import ember
 import ember.nn.functional as F
@@ -377,20 +378,16 @@ def test_tape_slice_assignment():
 
 
 def _ode_loss(theta, s0, observed, steps=30, dt=0.05):
+    if str(ROOT) not in sys.path:   # perf/ is a folder of the checkout, not a package
+        sys.path.insert(0, str(ROOT))
+    from perf.small_suite import rk4_positions
+
     """An RK4 fit (examples/fit_ode.py's shape): the loss of a damped oscillator's positions."""
     zeta, omega = theta[:1].exp(), theta[1:].exp()
     zero = ember.zeros(1, dtype=ember.float64, device=s0.device)
     one = ember.ones(1, dtype=ember.float64, device=s0.device)
     a_t = ember.stack([ember.cat([zero, -(omega * omega)]), ember.cat([one, -2 * zeta * omega])])
-    s, xs = s0, [s0[:, 0]]
-    for _ in range(steps):
-        k1 = s @ a_t
-        k2 = (s + k1 * (dt / 2)) @ a_t
-        k3 = (s + k2 * (dt / 2)) @ a_t
-        k4 = (s + k3 * dt) @ a_t
-        s = s + (k1 + 2 * k2 + 2 * k3 + k4) * (dt / 6)
-        xs.append(s[:, 0])
-    return F.mse_loss(ember.stack(xs), observed)
+    return F.mse_loss(rk4_positions(s0, a_t, ember.stack, steps, dt), observed)
 
 
 @pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
