@@ -170,7 +170,7 @@ class CpuBackend(Backend):
 
     def tape(self, steps, constants, inputs, keep):
         """A step of tiny float64 tensors as one tape of the interpreter kernel (``tape.py``)."""
-        return tape.lower(steps, constants, inputs, keep)
+        return tape.lower(steps, constants, inputs, keep, self._table)
 
     # --- what the planning layer asks -------------------------------------------------------
     def prepare_chain(self, chain):

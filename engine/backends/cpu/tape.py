@@ -28,7 +28,8 @@ from ...ir import ELEMENTWISE, Op
 
 MAX_ELEMENTS = 4096   # the largest array a tape takes: past it, kernels and BLAS win
 
-_REDUCTIONS = {Op.SUM: 0, Op.PROD: 1, Op.MAX: 2, Op.MIN: 3}
+_REDUCTIONS = frozenset((Op.SUM, Op.PROD, Op.MAX, Op.MIN))
+_VIEWS = frozenset((Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE, Op.FLIP, Op.CONTIGUOUS))
 _F64 = np.dtype(np.float64)
 
 
@@ -36,20 +37,23 @@ class Unsupported(Exception):
     """The program has a launch or an array the tape cannot run."""
 
 
-def lower(steps, constants, inputs, keep):
+def lower(steps, constants, inputs, keep, table):
     """``replay(R)`` running ``steps`` (``ember.compile``'s kept launches, in order) as one tape,
     or None.  ``constants[k]`` is register ``k``'s fixed value (None for the others), ``inputs``
-    the registers a call fills, ``keep`` those read after the replay."""
+    the registers a call fills, ``keep`` those read after the replay; ``table`` is the CPU
+    backend's op table, whose view launchers are applied to the maps."""
     try:
-        return _Lowering(constants, inputs).program(steps, keep)
+        return _Lowering(constants, inputs, table).program(steps, keep)
     except Unsupported:
         return None
 
 
 class _Lowering:
-    def __init__(self, constants, inputs):
+    def __init__(self, constants, inputs, table):
         from ember.kernels.cpu import tape
         self.k = tape
+        self.table = table
+        self.reducers = [name for name, _ in tape.REDUCERS]
         self.constants = constants
         self.inputs = inputs
         self.size = 0          # arena elements so far
@@ -144,7 +148,7 @@ class _Lowering:
         if groups is None:
             raise Unsupported("an empty reduction")
         out, dst = self.region((groups.shape[0],))
-        self.emit(self.k.REDUCE_BASE + _REDUCTIONS[op], dst, self.index(groups), 0,
+        self.emit(self.k.REDUCE_BASE + self.reducers.index(op.scalar), dst, self.index(groups), 0,
                   groups.shape[0], g)
         return out.reshape(out_shape)
 
@@ -161,25 +165,14 @@ class _Lowering:
             return [self.matmul(*maps, out.shape)]
         if op in _REDUCTIONS:
             return [self.reduce(op, maps[0], params["axes"], out.shape)]
-        x = maps[0] if maps else None
-        if op is Op.RESHAPE:
-            return [x.reshape(params["shape"])]
-        if op is Op.PERMUTE:
-            return [x.transpose(params["dims"])]
-        if op is Op.EXPAND:
-            return [np.broadcast_to(x, params["shape"])]
-        if op is Op.SLICE:
-            return [np.asarray(x[params["index"]])]
-        if op is Op.FLIP:
-            dims = params["dims"]
-            return [x[tuple(slice(None, None, -1) if d in dims else slice(None)
-                            for d in range(x.ndim))]]
-        if op in (Op.CONTIGUOUS, Op.FROM_HOST, Op.TO_HOST):
-            return [x]
+        if op in _VIEWS:   # the backend's own launcher, on the map
+            return [np.asarray(self.table[op](op, maps[0], **params))]
+        if op in (Op.FROM_HOST, Op.TO_HOST):
+            return [maps[0]]
         if op is Op.CAT:
             return [np.concatenate(maps, axis=params["axis"])]
         if op is Op.SLICE_ASSIGN:
-            m = np.array(x, order="C")
+            m = np.array(maps[0], order="C")
             m[params["index"]] = maps[1]
             return [m]
         raise Unsupported(op)
