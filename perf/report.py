@@ -78,7 +78,7 @@ def table(doc):
     """The rows of one results file as a text table, then the reasons of non-ok rows."""
     rows = doc["rows"]
     # the peers beyond numpy that some row has, each as a column and a ratio
-    extra = [lib for lib in ("torch", "scipy", "torch_compile", "jax")
+    extra = [lib for lib in ("torch", "scipy", "torch_compile", "jax", "numba")
              if any(lib in r["results"] for r in rows)]
     head = ["benchmark", "ember", "spread", "numpy", "vs numpy", "numpy out=", "1st call"]
     for lib in extra:

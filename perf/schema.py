@@ -15,7 +15,7 @@ Schema 1 (current)::
                "informational": bool (derived rows: shown by compare, never fail it),
                "first_call_s": float|null (Ember's first call: compile or cache load),
                "max_rel_error": float|null (Ember vs the numpy reference),
-               "results": {"ember"|"numpy"|"numpy_out"|"torch"|"scipy"|"torch_compile"|"jax": {
+               "results": {"ember"|"numpy"|"numpy_out"|"torch"|"scipy"|"torch_compile"|"jax"|"numba": {
                    "median": float, "min", "max", "q1", "q3", "iqr", "mean", "stdev": float|null,
                    "n": int|null (samples), "number": int|null (calls per sample),
                    "samples": [float]|null}}}]}
@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 UNITS = ("s", "B", "x")
 STATUSES = ("ok", "error", "unavailable")
 # scipy: the linalg suite; torch_compile and jax: the small suite
-LIBRARIES = ("ember", "numpy", "numpy_out", "torch", "scipy", "torch_compile", "jax")
+LIBRARIES = ("ember", "numpy", "numpy_out", "torch", "scipy", "torch_compile", "jax", "numba")
 STAT_FIELDS = ("min", "max", "q1", "q3", "iqr", "mean", "stdev")
 ENV_KEYS = ("cpu", "cpu_count", "python", "numpy", "numba", "git_commit", "numba_threading_layer",
             "torch")

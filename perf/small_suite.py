@@ -14,7 +14,9 @@ Each workload gives two rows: Ember compiled (``ember.compile``) against numpy, 
 writes its backward by hand (MLP) or takes finite differences (RK4: 3 solves).  PyTorch
 compiles only the MLP step (``torch.compile`` of the loss, when its inductor backend works
 here).  Then the first calls, each in a new process: Ember's compiled step with an empty kernel
-cache and with a warm one, against ``jax.jit``'s first call (trace + XLA compile).  ``--quick``
+cache and with a warm one, against ``jax.jit``'s first call (trace + XLA compile); beside the
+warm ones the floor under any Numba program's first call (``numba``: ``import numba`` and one
+kernel loaded from Numba's disk cache, ``perf/numba_floor.py``).  ``--quick``
 (CI's smoke test) leaves out ``torch.compile`` and the new processes.
 
 ``python -m perf.small_suite first-call <lib> <workload>`` is that new process: it prints the
@@ -374,6 +376,9 @@ def first_call(lib, workload):
     start = time.perf_counter()
     if lib == "ember":
         EMBER[workload](compiled=True)()
+    elif lib == "numba":            # the floor: import numba + one cached kernel (any workload)
+        from perf import numba_floor
+        numba_floor.add_one(1.0)
     else:
         JAX[workload](optional_jax())()
     return time.perf_counter() - start
@@ -457,11 +462,14 @@ def run_small(s, device):
             continue
         try:
             with tempfile.TemporaryDirectory() as cache:
-                env = {"EMBER_CACHE_DIR": cache}
+                env = {"EMBER_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
                 cold = first_call_in_new_process("ember", w, env)
                 warm = [first_call_in_new_process("ember", w, env) for _ in range(3)]
+                first_call_in_new_process("numba", w, env)     # fills Numba's cache
+                floor = [first_call_in_new_process("numba", w, env) for _ in range(3)]
             rows[-2]["results"]["ember"] = stats([cold])
             rows[-1]["results"]["ember"] = stats(warm)
+            rows[-1]["results"]["numba"] = stats(floor)
             if jax is not None:
                 rows[-2]["results"]["jax"] = stats([first_call_in_new_process("jax", w)])
         except Exception as e:
