@@ -386,7 +386,7 @@ def first_call(lib, workload):
 
 def first_call_in_new_process(lib, workload, env=None):
     out = subprocess.run([sys.executable, "-m", "perf.small_suite", "first-call", lib, workload],
-                         capture_output=True, text=True, env={**os.environ, **(env or {})},
+                         capture_output=True, text=True, env=env or dict(os.environ),
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          timeout=600)
     if out.returncode:
@@ -397,6 +397,7 @@ def first_call_in_new_process(lib, workload, env=None):
 # --- the rows --------------------------------------------------------------------------------
 def run_small(s, device):
     from perf.suites import check, computed, error_text, make_row, stats, timed
+    from perf.timing import new_process_env
 
     jax = optional_jax()
     torch = s.torch if device.type == "cpu" else None
@@ -462,7 +463,8 @@ def run_small(s, device):
             continue
         try:
             with tempfile.TemporaryDirectory() as cache:
-                env = {"EMBER_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
+                env = new_process_env({"EMBER_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache})
+                subprocess.run([sys.executable, "-c", "import ember, numba"], env=env, check=True)
                 cold = first_call_in_new_process("ember", w, env)
                 warm = [first_call_in_new_process("ember", w, env) for _ in range(3)]
                 first_call_in_new_process("numba", w, env)     # fills Numba's cache
