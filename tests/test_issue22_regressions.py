@@ -365,3 +365,23 @@ def test_power_of_a_half_has_sqrts_gradient(strategy):
         tt = torch.tensor(x, requires_grad=True)
         (tt ** 0.5).sum().backward()
         np.testing.assert_array_equal(g, tt.grad.numpy())
+
+
+def test_a_flipped_float_product_combines_in_logical_order():
+    # fuzz seed 3210644941: the CPU reduction undid the flip, so the product ran in memory order
+    # (inf * inf * 1e-45 * 0.5 = inf); numpy's runs 0.5 * 1e-45 first, which underflows to 0,
+    # and 0 * inf is NaN
+    a = np.array([0.5, 1e-45, np.inf, np.inf], np.float32)
+    t = ember.tensor(a[::-1].copy()).flip(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(np.prod(a[::-1][::-1]))
+        assert np.isnan(t.prod().item())
+        m = np.random.default_rng(0).random((3, 4, 5))
+        for dims in (None, 1, (0, 2)):
+            want = np.prod(m[:, ::-1], axis=dims)
+            got = ember.tensor(m).flip(1).prod() if dims is None else ember.tensor(m).flip(1).prod(dims)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-14)
+    # integer products and float max keep the fast path (any order gives the same)
+    i = ember.tensor(np.arange(1, 7, dtype=np.int64)).flip(0)
+    assert i.prod().item() == 720

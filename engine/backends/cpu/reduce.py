@@ -219,7 +219,11 @@ def reduce(op, x, axes, out_dtype):
     dims = [d for d in range(x.ndim) if shape[d] != 1]
     y = x.squeeze(tuple(d for d in range(x.ndim) if shape[d] == 1))
     flipped = [d for d, s in zip(dims, y.strides) if s < 0]
-    if flipped:
+    if flipped and op in ("add", "mul") and out_dtype.kind in "fc":
+        # float sums and products round (and overflow, and meet 0 * inf) in the order they
+        # combine: a copy combines a flipped view in its logical order, as numpy does
+        y, flipped, fused = _copy(y, out_dtype), [], True
+    elif flipped:
         y = y[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in y.strides)]
     order = _dense_order(y)
     if order is None:
