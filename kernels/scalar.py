@@ -787,8 +787,8 @@ def tanh_c(a):
 # libm through ``math`` (the CPU and CUDA targets both map these calls to their libm), with
 # the domain edges written out where CPython's ``math`` would raise instead of returning
 # inf or NaN (the CUDA simulator runs these bodies as Python).
-OVERFLOW_EXP = 709.782712893384     # exp(x) overflows float64 above this
-OVERFLOW_COSH = 710.4758600739439   # cosh/sinh overflow float64 above this
+OVERFLOW_EXP = 709.782712893384     # exp(x) overflows float64 above this (finite at it)
+OVERFLOW_COSH = 710.4758600739439   # cosh/sinh overflow float64 above this (finite at it)
 LN2 = 0.6931471805599453
 SMALLEST_SUBNORMAL = 5e-324
 SMALLEST_SUBNORMAL_F32 = F32(1.401298464324817e-45)
@@ -825,15 +825,15 @@ def atanh(a):
 
 
 def cosh(a):
-    return math.cosh(a) if abs(a) < OVERFLOW_COSH else abs(a) * math.inf   # NaN stays NaN
+    return math.cosh(a) if abs(a) <= OVERFLOW_COSH else abs(a) * math.inf   # NaN stays NaN
 
 
 def sinh(a):
-    return math.sinh(a) if abs(a) < OVERFLOW_COSH else a * math.inf
+    return math.sinh(a) if abs(a) <= OVERFLOW_COSH else a * math.inf
 
 
 def expm1(a):
-    return math.expm1(a) if a < OVERFLOW_EXP else a * math.inf
+    return math.expm1(a) if a <= OVERFLOW_EXP else a * math.inf
 
 
 def log2(a):

@@ -385,3 +385,16 @@ def test_a_flipped_float_product_combines_in_logical_order():
     # integer products and float max keep the fast path (any order gives the same)
     i = ember.tensor(np.arange(1, 7, dtype=np.int64)).flip(0)
     assert i.prod().item() == 720
+
+
+@pytest.mark.parametrize("name, edge", [("cosh", 710.4758600739439), ("sinh", 710.4758600739439),
+                                        ("expm1", 709.782712893384)])
+def test_hyperbolic_and_expm1_are_finite_at_their_overflow_edge(name, edge):
+    # fuzz seed 770852623: cosh(710.4758600739439) gave inf; libm (and numpy) give 1.797e308
+    x = np.array([edge, np.nextafter(edge, np.inf), -edge])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = getattr(np, name)(x)
+        got = getattr(ember.tensor(x, dtype=ember.float64), name)().numpy()
+    assert np.isfinite(want[0]) and np.isinf(want[1])
+    np.testing.assert_array_equal(got, want)
