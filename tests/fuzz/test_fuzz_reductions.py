@@ -30,6 +30,12 @@ def dims(draw, ndim, single=False):
     return draw(st.one_of(st.none(), one, many))
 
 
+def _accumulator(dtype):
+    """numpy's accumulator of a sum, product or scan of a non-float ``dtype``: int64 for signed
+    ints and bools, uint64 for unsigned ints (docs/decisions.md, "The array API namespace")."""
+    return np.uint64 if np.dtype(dtype).kind == "u" else np.int64
+
+
 def _axis(dim, ndim):
     if ndim == 0:
         return None
@@ -65,9 +71,7 @@ def test_reductions_match_numpy(name, data):
            "any": np.any, "all": np.all, "var": np.var, "std": np.std}[name]
     kw = {"axis": axis, "keepdims": keepdim}
     if name in ("sum", "prod") and kind(dtype) != "float":
-        # signed ints and bools sum to int64, unsigned ints to uint64 (numpy's accumulators;
-        # docs/decisions.md, "The array API namespace")
-        kw["dtype"] = np.uint64 if np.dtype(dtype).kind == "u" else np.int64
+        kw["dtype"] = _accumulator(dtype)
     if correction is not None:
         kw["ddof"] = correction
     want, err = numpy_call(lambda: ref(a, **kw))
@@ -118,8 +122,8 @@ def test_scans_match_numpy(name, data):
     a, t = data.draw(operands(dtype, shape, values=moderate(dtype, 1.5 if name == "cumprod" else 100.0)))
     dim = data.draw(st.integers(-len(shape), len(shape) - 1), "dim")
     kw = {"axis": dim}
-    if kind(dtype) != "float":   # numpy's accumulators, as sum's (uint64 for unsigned ints)
-        kw["dtype"] = np.uint64 if np.dtype(dtype).kind == "u" else np.int64
+    if kind(dtype) != "float":
+        kw["dtype"] = _accumulator(dtype)
     want, err = numpy_call(lambda: getattr(np, name)(a, **kw))
     assert err is None
     tol = None
