@@ -661,10 +661,14 @@ RULES = {
 # ops whose first input is complex: where the rule differs from RULES (graph.record)
 COMPLEX_RULES = {op: holomorphic(RULES[op]) for op in (
     Op.MUL, Op.DIV, Op.POW, Op.EXP, Op.LOG, Op.SQRT, Op.RSQRT, Op.RECIP, Op.SIN, Op.COS,
-    Op.TAN, Op.PROD, Op.CUMPROD, Op.MATMUL)}
+    Op.TAN, Op.PROD, Op.CUMPROD, Op.MATMUL, Op.LOG1P, Op.EXPM1, Op.LOG2, Op.LOG10, Op.SQUARE,
+    Op.COSH, Op.SINH, Op.ACOS, Op.ASIN, Op.ATAN, Op.ASINH, Op.ATANH)}
 COMPLEX_RULES.update({
     # tanh' = 1 - tanh^2 (TANH_GRAD is a real op)
     Op.TANH: unary((OUT,), lambda s, g: g * (1 - s.out.conj() * s.out.conj())),
+    # acosh' = 1 / (sqrt(z - 1) sqrt(z + 1)): 1 / sqrt(z^2 - 1) has the other sign where
+    # Re z < 0 (the principal roots differ), though the two agree on the real line
+    Op.ACOSH: holomorphic(unary((0,), lambda s, g: g / ((s.x[0] - 1).sqrt() * (s.x[0] + 1).sqrt()))),
     Op.SIGN: unary((0,), _complex_sign),
     Op.ANGLE: unary((0,), _complex_angle),
 })

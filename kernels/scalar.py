@@ -620,6 +620,11 @@ def round_even(a):
     return math.copysign(r, a)   # round(-0.4) is -0.0
 
 
+def round_even_c(a):
+    # each part on its own (numpy.round, the array API standard)
+    return complex(round_even(a.real), round_even(a.imag))
+
+
 # integer twins (``rebind.variant`` picks them for Int results): integers are already integral
 def floor_int(a):
     return a
@@ -752,7 +757,30 @@ def sign_c(a):
 
 
 def exp_c(a):
-    return cmath.exp(a)
+    # (Numba's cmath.exp gives NaN for the imaginary part of exp(800 + 0j): inf * 0)
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if y == 0:
+            return complex(exp(x), y)
+        if x > OVERFLOW_EXP:        # exp(x) as two halves: finite where cos(y) brings it back
+            e = _half_exp(0.5 * x)
+            return complex((e * math.cos(y)) * e, (e * math.sin(y)) * e)
+        e = exp(x)
+        return complex(e * math.cos(y), e * math.sin(y))
+    if x == -math.inf:              # +0 cis(y); ±0 ± 0j where y is inf or NaN
+        if math.isfinite(y):
+            return complex(math.copysign(0.0, math.cos(y)), math.copysign(0.0, math.sin(y)))
+        return complex(0.0, math.copysign(0.0, y))
+    if x == math.inf:
+        if y == 0:
+            return complex(x, y)
+        if math.isfinite(y):
+            return complex(x * math.cos(y), x * math.sin(y))
+        return complex(x, y - y)
+    if y == 0:                      # NaN ± 0j
+        return complex(x, y)
+    return complex(math.nan, math.nan)
 
 
 def log_c(a):
@@ -767,22 +795,22 @@ def rsqrt_c(a):
     return truediv_c(complex(1.0, 0.0), cmath.sqrt(a))
 
 
+# sin, cos and tan from their hyperbolic twins, as C99 defines them (so they share the
+# special values): sin(z) = -i sinh(iz), cos(z) = cosh(iz), tan(z) = -i tanh(iz)
 def sin_c(a):
-    return cmath.sin(a)
+    w = sinh_c(complex(-a.imag, a.real))
+    return complex(w.imag, -w.real)
 
 
 def cos_c(a):
-    return cmath.cos(a)
+    return cosh_c(complex(-a.imag, a.real))
 
 
 def tan_c(a):
-    return cmath.tan(a)
+    w = tanh_c(complex(-a.imag, a.real))
+    return complex(w.imag, -w.real)
 
 
-def tanh_c(a):
-    # tanh(z) = -i tan(iz): Numba's CUDA target has cmath.tan but no cmath.tanh
-    t = cmath.tan(complex(-a.imag, a.real))
-    return complex(t.imag, -t.real)
 # --- the array API standard's elementwise math (DESIGN §13) ---------------------------
 # libm through ``math`` (the CPU and CUDA targets both map these calls to their libm), with
 # the domain edges written out where CPython's ``math`` would raise instead of returning
@@ -904,3 +932,222 @@ def nextafter_f32(a, b):
     bits = f32_to_bits(a)
     step = np.int32(1) if (a < b) == (a > ZERO_F32) else np.int32(-1)
     return f32_from_bits(np.int32(bits + step))
+
+
+# --- complex forms of the hyperbolic, inverse and log/exp functions -------------------------
+# Written with ``math`` calls and the cmath functions that Numba's CUDA target has (acos,
+# asinh, atanh; it has no cmath cosh, sinh, tanh or acosh), on finite input only: Numba's
+# cmath misses C99's values at some infinities (and exp(800 + 0j) is inf + nan j there).
+# Input with an infinite or NaN part takes the special values of C99 Annex G, which the
+# array API standard copies.
+# Each function is odd/even and conjugate-symmetric as C99 says; the finite branches follow
+# numpy where it is accurate (expm1, cosh, sinh; Kahan's form for tanh).
+HALF_PI = math.pi / 2
+LN10 = 2.302585092994046
+INV_LN2 = 1.0 / LN2
+INV_LN10 = 1.0 / LN10
+EXP_SCALED = 20.0    # above |x| = 20, cosh(x) = sinh(x) = exp(|x|) / 2 to the last bit
+
+
+def _half_exp(h):
+    # exp(h) for h >= 0, inf past the overflow edge (the simulator's math.exp raises there)
+    return math.exp(h) if h <= OVERFLOW_EXP else math.inf
+
+
+def cosh_c(a):
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if abs(x) > EXP_SCALED:
+            # exp(|x|) / 2 as two halves, so the result is finite where cos(y) brings it back
+            e = _half_exp(0.5 * abs(x))
+            k = math.copysign(0.5, x)
+            s = math.sin(y)
+            return complex((0.5 * e * math.cos(y)) * e, (k * e * s) * e if s != 0 else k * s)
+        return complex(math.cosh(x) * math.cos(y), math.sinh(x) * math.sin(y))
+    if y == 0:                      # x is ±inf or NaN: inf ± 0j, NaN ± 0j
+        return complex(abs(x), y * math.copysign(1.0, x))
+    if x == 0:                      # y is inf or NaN: NaN ± 0j
+        return complex(y - y, 0.0)
+    if math.isinf(x):
+        if math.isfinite(y):
+            return complex(abs(x) * math.cos(y), x * math.sin(y))
+        return complex(abs(x), y - y)
+    return complex(math.nan, math.nan)
+
+
+def sinh_c(a):
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if abs(x) > EXP_SCALED:
+            e = _half_exp(0.5 * abs(x))
+            s = math.sin(y)     # (at y = ±0 the imaginary part is y, not 0 * inf)
+            return complex((math.copysign(0.5, x) * e * math.cos(y)) * e, (0.5 * e * s) * e if s != 0 else y)
+        return complex(math.sinh(x) * math.cos(y), math.cosh(x) * math.sin(y))
+    if y == 0:                      # ±inf ± 0j and NaN ± 0j are their own sinh
+        return complex(x, y)
+    if x == 0:                      # y is inf or NaN: ±0 + NaN j
+        return complex(x, y - y)
+    if math.isinf(x):
+        if math.isfinite(y):
+            return complex(x * math.cos(y), abs(x) * math.sin(y))
+        return complex(abs(x), y - y)   # (the real part's sign is unspecified: glibc's +inf)
+    return complex(math.nan, math.nan)
+
+
+def tanh_c(a):
+    x = a.real
+    y = a.imag
+    if math.isinf(x):               # ±1 ± 0j whatever y is (the zero's sign from sin(2y))
+        s = math.sin(2.0 * y) if math.isfinite(y) else y
+        return complex(math.copysign(1.0, x), math.copysign(0.0, s))
+    if not (math.isfinite(x) and math.isfinite(y)):
+        if y == 0:                  # NaN ± 0j
+            return complex(x, y)
+        if x == 0:                  # ±0 + NaN j
+            return complex(x, y - y)
+        return complex(math.nan, math.nan)
+    if abs(x) > 22.0:               # tanh(x) rounds to ±1; the imaginary part decays as exp(-2|x|)
+        return complex(math.copysign(1.0, x), 4.0 * math.sin(y) * math.cos(y) * math.exp(-2.0 * abs(x)))
+    # Kahan: with t = tanh x, u = tan y, c = 1/cosh x,
+    # tanh(x + iy) = (t (1 + u^2) + i u c^2) / (1 + t^2 u^2), no cancellation
+    t = math.tanh(x)
+    u = math.tan(y)
+    c = 1.0 / math.cosh(x)
+    tu = t * u
+    d = 1.0 + tu * tu
+    return complex(t * (1.0 + u * u) / d, ((u / d) * c) * c)
+
+
+def expm1_c(a):
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if x > EXP_SCALED:
+            e = _half_exp(0.5 * x)
+            s = math.sin(y)
+            return complex((e * math.cos(y)) * e - 1.0, (e * s) * e if s != 0 else y)
+        # exp(x) cos(y) - 1 = expm1(x) cos(y) - 2 sin(y/2)^2: no cancellation near 0
+        # (+ 0.0: exp(-0 + 0j) - 1 is +0, as C99's cexp(z) - 1, where expm1(-0) is -0)
+        h = math.sin(0.5 * y)
+        return complex((math.expm1(x) * math.cos(y) - 2.0 * h * h) + 0.0, math.exp(x) * math.sin(y))
+    if x == -math.inf:              # exp is 0 cis(y): -1 ± 0j
+        s = math.sin(y) if math.isfinite(y) else y
+        return complex(-1.0, math.copysign(0.0, s))
+    if x == math.inf:
+        if y == 0:
+            return complex(x, y)
+        if math.isfinite(y):
+            return complex(x * math.cos(y), x * math.sin(y))
+        return complex(x, y - y)
+    if y == 0:                      # NaN ± 0j
+        return complex(x, y)
+    return complex(math.nan, math.nan)
+
+
+def log1p_c(a):
+    # log(1 + z) = log|1 + z| + i arg(1 + z); near z = 0 the real part as
+    # log1p(|1 + z|^2 - 1) / 2 with |1 + z|^2 - 1 = x (2 + x) + y^2, which keeps its digits
+    x = a.real
+    y = a.imag
+    u = 1.0 + x
+    if abs(x) < 0.5 and abs(y) < 0.5:
+        re = 0.5 * log1p(x * (2.0 + x) + y * y)
+    else:
+        re = log(math.hypot(u, y))  # (hypot is inf if a part is inf, even beside NaN)
+    return complex(re, math.atan2(y, u))
+
+
+def log2_c(a):
+    w = log_c(a)
+    return complex(w.real * INV_LN2, w.imag * INV_LN2)   # (a complex product would make inf * 0j NaN)
+
+
+def log10_c(a):
+    w = log_c(a)
+    return complex(w.real * INV_LN10, w.imag * INV_LN10)
+
+
+def acos_c(a):
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if x == 0 and y == 0:
+            return complex(HALF_PI, -y)
+        return cmath.acos(a)
+    if math.isinf(x):
+        if math.isnan(y):           # NaN ± inf j (glibc and numpy: -inf)
+            return complex(y, -math.inf)
+        # -inf: pi (y finite) or 3pi/4 (y inf); +inf: 0 or pi/4; the imaginary part -inf sign(y)
+        return complex(math.atan2(abs(y), x), -math.copysign(math.inf, y))
+    if math.isinf(y):               # x finite or NaN
+        return complex(HALF_PI if math.isfinite(x) else x, -y)
+    if x == 0:                      # ±0 + NaN j
+        return complex(HALF_PI, y)
+    return complex(math.nan, math.nan)
+
+
+def acosh_c(a):
+    # acosh(z) = ±i acos(z), the sign that makes the real part >= 0 (C99)
+    w = acos_c(a)
+    return complex(abs(w.imag), math.copysign(w.real, a.imag))
+
+
+def asinh_c(a):
+    x = a.real
+    y = a.imag
+    if math.isfinite(x) and math.isfinite(y):
+        if x == 0 and y == 0:
+            return a
+        return cmath.asinh(a)
+    ax = abs(x)
+    ay = abs(y)
+    # the value at |x| + i|y|, then the signs of x and y (asinh is odd and conjugate-symmetric)
+    if math.isinf(ax):
+        re = ax
+        im = y if math.isnan(y) else math.atan2(ay, ax)
+    elif math.isinf(ay):
+        re = ay
+        im = x if math.isnan(x) else HALF_PI
+    elif y == 0:                    # NaN ± 0j
+        return complex(x, y)
+    else:
+        return complex(math.nan, math.nan)
+    return complex(math.copysign(re, x), math.copysign(im, y))
+
+
+def atanh_c(a):
+    x = a.real
+    y = a.imag
+    ax = abs(x)
+    if math.isfinite(x) and math.isfinite(y):
+        if y == 0 and ax == 1.0:    # the poles: ±inf ± 0j
+            return complex(x * math.inf, y)
+        if x == 0 and y == 0:
+            return a
+        return cmath.atanh(a)
+    # the value at |x| + i|y|, then the signs of x and y (atanh is odd and conjugate-symmetric)
+    if math.isinf(y):
+        re = 0.0
+        im = HALF_PI
+    elif math.isinf(ax):
+        re = 0.0
+        im = HALF_PI if math.isfinite(y) else y
+    elif x == 0:                    # ±0 + NaN j
+        return complex(x, y)
+    else:
+        return complex(math.nan, math.nan)
+    return complex(math.copysign(re, x), math.copysign(im, y))
+
+
+def asin_c(a):
+    # asin(z) = -i asinh(iz)
+    w = asinh_c(complex(-a.imag, a.real))
+    return complex(w.imag, -w.real)
+
+
+def atan_c(a):
+    # atan(z) = -i atanh(iz)
+    w = atanh_c(complex(-a.imag, a.real))
+    return complex(w.imag, -w.real)

@@ -437,6 +437,52 @@ def ref_part(f):
     return ref
 
 
+# Special values: every pair of parts from SPECIAL_PARTS (signed zeros, ±1, finite, huge,
+# past exp's overflow, ±inf, NaN). numpy follows C99 Annex G there, as the array API standard
+# does, except expm1, which numpy computes as expm1(x) cos(y) - 2 sin(y/2)^2 + i exp(x) sin(y)
+# even at infinities: there the reference is C99's cexp(z) - 1.
+SPECIAL_PARTS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 30.0, -30.0, 800.0, -800.0,
+                 1e300, -1e300, math.inf, -math.inf, math.nan)
+SPECIAL_GRID = np.array([complex(x, y) for x in SPECIAL_PARTS for y in SPECIAL_PARTS])
+
+
+def _expm1_c99(z):
+    finite = np.expm1(z)
+    finite.real += 0.0   # C99's exp(-0 + 0j) - 1 is +0, numpy's expm1 -0
+    return np.where(np.isfinite(z) & (np.abs(z.real) < 700), finite, np.exp(z) - 1)
+
+
+SPECIAL_FUNCTIONS = {
+    "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
+    "atan": np.arctan, "atanh": np.arctanh, "cosh": np.cosh, "sinh": np.sinh, "tanh": np.tanh,
+    "expm1": _expm1_c99, "log1p": np.log1p, "log2": np.log2, "log10": np.log10, "exp": np.exp,
+    "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+}
+
+
+def assert_same_special_values(got, want, label):
+    """Equal parts: NaN where NaN, the same infinities and the same sign of zero.
+
+    Beside a NaN part, C99 leaves the sign of a zero or infinite part unspecified
+    (``NaN ± inf j``, ``±0 + NaN j``): there only its magnitude is compared.
+    """
+    bad = []
+    for z, g, w in zip(SPECIAL_GRID, got, want):
+        for gp, wp, other in ((g.real, w.real, w.imag), (g.imag, w.imag, w.real)):
+            if np.isnan(wp):
+                ok = np.isnan(gp)
+            elif np.isnan(other) and (wp == 0 or np.isinf(wp)):
+                ok = abs(gp) == abs(wp)
+            elif wp == 0 or np.isinf(wp):
+                ok = gp == wp and np.signbit(gp) == np.signbit(wp)
+            else:
+                ok = abs(gp - wp) <= 1e-14 * abs(wp)
+            if not ok:
+                bad.append(f"{z} -> {g}, want {w}")
+                break
+    assert not bad, f"{label}: {len(bad)} of {len(want)} special values differ: " + "; ".join(bad[:6])
+
+
 COMPLEX_ROWS = [
     unary("neg", lambda x: -x, np.negative, COMPLEX, d_cplx),
     unary("abs", abs, ref_part(np.abs), COMPLEX, d_cplx, T),
@@ -450,6 +496,20 @@ COMPLEX_ROWS = [
     unary("cos", lambda x: x.cos(), np.cos, COMPLEX, d_cplx, T),
     unary("tan", lambda x: x.tan(), np.tan, COMPLEX, d_cplx, T),
     unary("tanh", lambda x: x.tanh(), np.tanh, COMPLEX, d_cplx, T),
+    unary("cosh", lambda x: x.cosh(), np.cosh, COMPLEX, d_cplx, T),
+    unary("sinh", lambda x: x.sinh(), np.sinh, COMPLEX, d_cplx, T),
+    unary("acos", lambda x: x.acos(), np.arccos, COMPLEX, d_cplx, T),
+    unary("acosh", lambda x: x.acosh(), np.arccosh, COMPLEX, d_cplx, T),
+    unary("asin", lambda x: x.asin(), np.arcsin, COMPLEX, d_cplx, T),
+    unary("asinh", lambda x: x.asinh(), np.arcsinh, COMPLEX, d_cplx, T),
+    unary("atan", lambda x: x.atan(), np.arctan, COMPLEX, d_cplx, T),
+    unary("atanh", lambda x: x.atanh(), np.arctanh, COMPLEX, d_cplx, T),
+    unary("expm1", lambda x: x.expm1(), np.expm1, COMPLEX, d_cexp, T),
+    unary("log1p", lambda x: x.log1p(), np.log1p, COMPLEX, d_cplx, T),
+    unary("log2", lambda x: x.log2(), np.log2, COMPLEX, d_cnonzero, T),
+    unary("log10", lambda x: x.log10(), np.log10, COMPLEX, d_cnonzero, T),
+    unary("square", lambda x: x.square(), np.square, COMPLEX, d_cplx, T),
+    unary("round", lambda x: x.round(), np.round, COMPLEX, d_cexp),
     unary("conj", lambda x: x.conj(), np.conj, COMPLEX, d_cplx),
     unary("real", lambda x: x.real, ref_part(np.real), COMPLEX, d_cplx),
     unary("imag", lambda x: x.imag, ref_part(np.imag), COMPLEX, d_cplx),

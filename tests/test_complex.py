@@ -13,7 +13,8 @@ import pytest
 import ember
 from checks import LAYOUTS, as_tensor, assert_not_numba, check
 from ember.backends.cpu.elementwise import PARALLEL_MIN
-from op_table import COMPLEX, COMPLEX_ROWS, d_cnonzero, d_cplx, operand_dtypes
+from op_table import (COMPLEX, COMPLEX_ROWS, SPECIAL_FUNCTIONS, SPECIAL_GRID,
+                      assert_same_special_values, d_cnonzero, d_cplx, operand_dtypes)
 
 SHAPES = {"0d": (), "empty": (0,), "vec7": (7,), "mat3x4": (3, 4)}
 BROADCAST = {2: ((4, 1), (1, 5)), 3: ((4, 1), (1, 5), ())}
@@ -62,6 +63,14 @@ def test_complex_op_parallel(name, rng):
     """Above the parallel threshold (prange kernels, fused or not)."""
     row = next(r for r in COMPLEX_ROWS if r.name == name)
     _run(row, "complex128", _inputs(row, "complex128", ((PARALLEL_MIN + 5,),) * row.arity, rng))
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_FUNCTIONS))
+def test_special_values_follow_c99(name):
+    """Infinite, NaN, signed-zero and huge parts give C99's values (the array API standard's)."""
+    with np.errstate(all="ignore"):
+        want = SPECIAL_FUNCTIONS[name](SPECIAL_GRID)
+    assert_same_special_values(getattr(ember.tensor(SPECIAL_GRID), name)().numpy(), want, name)
 
 
 def test_division_by_zero_follows_numpy():
@@ -324,9 +333,10 @@ REFUSED = [
     ("floor", lambda z: z.floor()), ("max", lambda z: z.max()), ("min", lambda z: z.min(0)),
     ("argmax", lambda z: z.argmax()), ("sort", lambda z: z.sort()), ("topk", lambda z: z.topk(1)),
     ("clamp", lambda z: z.clamp(0, 1)), ("maximum", lambda z: z.maximum(z)),
-    ("softmax", lambda z: z.softmax(0)), ("log1p", lambda z: z.log1p()), ("erf", lambda z: z.erf()),
+    ("softmax", lambda z: z.softmax(0)), ("ceil", lambda z: z.ceil()), ("erf", lambda z: z.erf()),
     ("sigmoid", lambda z: z.sigmoid()), ("floordiv", lambda z: z // 2), ("mod", lambda z: z % 2),
     ("and", lambda z: z & z), ("complex", lambda z: ember.complex(z, z)),
+    ("atan2", lambda z: z.atan2(z)), ("signbit", lambda z: z.signbit()),
 ]
 
 

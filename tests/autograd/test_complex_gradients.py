@@ -59,6 +59,13 @@ def right_half(*shape):
     return ("complex", make)
 
 
+def upper_half(*shape):
+    """Complex values with imaginary part in [0.2, 2] (no branch cut of acosh)."""
+    def make(rng):
+        return rng.uniform(-2, 2, shape) + 1j * rng.uniform(0.2, 2, shape)
+    return ("complex", make)
+
+
 class Case:
     def __init__(self, name, fn, *args, rtol=1e-6, atol=1e-8):
         self.name, self.fn, self.args, self.rtol, self.atol = name, fn, args, rtol, atol
@@ -86,6 +93,14 @@ CASES = [
     Case("recip", lambda m, z: m.recip(z), cplx(3, 4)),
     Case("sin_cos_tan", lambda m, z: z.sin() + z.cos() * 2 + z.tan() * 0.5, cplx(3, 4, hi=1.0)),
     Case("tanh", lambda m, z: z.tanh(), cplx(3, 4, hi=1.0)),
+    Case("cosh_sinh", lambda m, z: z.cosh() + z.sinh() * 2, cplx(3, 4)),
+    # the inverse functions inside |z| < 0.8, away from their branch cuts (|re| > 1 or
+    # |im| > 1), acosh in the upper half plane (its cut is the real axis below 1)
+    Case("acos_asin_atan", lambda m, z: z.acos() + z.asin() * 2 + z.atan() * 0.5, cplx(3, 4, hi=0.8)),
+    Case("asinh_atanh", lambda m, z: z.asinh() + z.atanh() * 2, cplx(3, 4, hi=0.8)),
+    Case("acosh", lambda m, z: z.acosh(), upper_half(3, 4)),
+    Case("expm1_log1p", lambda m, z: z.expm1() + (z * 0.5).log1p(), cplx(3, 4, hi=1.0)),
+    Case("log2_log10_square", lambda m, z: z.log2() + z.log10() * 2 + z.square(), right_half(3, 4)),
     Case("abs", lambda m, z: z.abs(), cplx(3, 4)),
     Case("sgn", lambda m, z: m.sgn(z), cplx(3, 4)),
     Case("angle", lambda m, z: z.angle(), cplx(3, 4)),

@@ -9,7 +9,8 @@ import pytest
 
 import ember
 from cuda_helpers import to_cuda
-from op_table import COMPLEX, COMPLEX_ROWS, d_cplx, operand_dtypes
+from op_table import (COMPLEX, COMPLEX_ROWS, SPECIAL_FUNCTIONS, SPECIAL_GRID,
+                      assert_same_special_values, d_cplx, operand_dtypes)
 
 
 def _same(got, want, rtol):
@@ -34,6 +35,16 @@ def test_complex_elementwise_matches_cpu(cuda, rng, row, dtype):
               zip(row.domain, shapes, operand_dtypes(row, dtype))]
     cpu = [ember.from_numpy(a) for a in arrays]
     _same(row.fn(*[to_cuda(a, cuda) for a in arrays]), row.fn(*cpu), _tol(dtype))
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_FUNCTIONS))
+def test_special_values_follow_c99(cuda, name):
+    """The CUDA kernels give C99's values at infinite, NaN, signed-zero and huge parts."""
+    with np.errstate(all="ignore"):
+        want = SPECIAL_FUNCTIONS[name](SPECIAL_GRID)
+    got = getattr(to_cuda(SPECIAL_GRID, cuda), name)()
+    assert got.device.type == "cuda"
+    assert_same_special_values(got.numpy(), want, name)
 
 
 OPS = [
