@@ -440,7 +440,8 @@ def ref_part(f):
 # Special values: every pair of parts from SPECIAL_PARTS (signed zeros, ±1, finite, huge,
 # past exp's overflow, ±inf, NaN). numpy follows C99 Annex G there, as the array API standard
 # does, except expm1, which numpy computes as expm1(x) cos(y) - 2 sin(y/2)^2 + i exp(x) sin(y)
-# even at infinities: there the reference is C99's cexp(z) - 1.
+# even at infinities (there the reference is C99's cexp(z) - 1), and tanh(±inf + iy) (tan),
+# whose zero takes y's sign in the standard and sin(2y)'s in C99.
 SPECIAL_PARTS = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 30.0, -30.0, 800.0, -800.0,
                  1e300, -1e300, math.inf, -math.inf, math.nan)
 SPECIAL_GRID = np.array([complex(x, y) for x in SPECIAL_PARTS for y in SPECIAL_PARTS])
@@ -452,11 +453,31 @@ def _expm1_c99(z):
     return np.where(np.isfinite(z) & (np.abs(z.real) < 700), finite, np.exp(z) - 1)
 
 
+def _parts(re, im):
+    # (re + 1j * im would turn an infinite part into NaNs)
+    z = np.empty(np.shape(re), np.complex128)
+    z.real, z.imag = re, im
+    return z
+
+
+def _tanh_standard(z):
+    # tanh(±inf + iy) is ±1 + 0j with y's sign of zero (the standard; C99: sin(2y)'s)
+    r = np.tanh(z)
+    edge = np.isinf(z.real) & np.isfinite(z.imag)
+    return np.where(edge, _parts(np.copysign(1.0, z.real), np.copysign(0.0, z.imag)), r)
+
+
+def _tan_standard(z):
+    # tan(z) = -i tanh(iz), with tanh's rule above
+    w = _tanh_standard(_parts(-z.imag, z.real))
+    return _parts(w.imag, -w.real)
+
+
 SPECIAL_FUNCTIONS = {
     "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
-    "atan": np.arctan, "atanh": np.arctanh, "cosh": np.cosh, "sinh": np.sinh, "tanh": np.tanh,
+    "atan": np.arctan, "atanh": np.arctanh, "cosh": np.cosh, "sinh": np.sinh, "tanh": _tanh_standard,
     "expm1": _expm1_c99, "log1p": np.log1p, "log2": np.log2, "log10": np.log10, "exp": np.exp,
-    "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": _tan_standard,
 }
 
 
