@@ -1032,18 +1032,8 @@ def expm1_c(a):
         # (+ 0.0: exp(-0 + 0j) - 1 is +0, as C99's cexp(z) - 1, where expm1(-0) is -0)
         h = math.sin(0.5 * y)
         return complex((math.expm1(x) * math.cos(y) - 2.0 * h * h) + 0.0, math.exp(x) * math.sin(y))
-    if x == -math.inf:              # exp is 0 cis(y): -1 ± 0j
-        s = math.sin(y) if math.isfinite(y) else y
-        return complex(-1.0, math.copysign(0.0, s))
-    if x == math.inf:
-        if y == 0:
-            return complex(x, y)
-        if math.isfinite(y):
-            return complex(x * math.cos(y), x * math.sin(y))
-        return complex(x, y - y)
-    if y == 0:                      # NaN ± 0j
-        return complex(x, y)
-    return complex(math.nan, math.nan)
+    w = exp_c(a)                    # an infinite or NaN part: C99's exp(z) - 1, part by part
+    return complex(w.real - 1.0, w.imag)
 
 
 def log1p_c(a):
