@@ -8,6 +8,15 @@ import pytest
 # which SciPy reads when it is first imported: set it before any test module imports SciPy
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
+# Numba's CUDA simulator runs a block's threads as Python threads, polled by the launching
+# thread in a busy loop: with the interpreter's default 5 ms switch interval a block with a
+# syncthreads() took ~0.2 s (a sum); at 0.1 ms the tests of the CUDA softmax and gradients took
+# 6.5 s instead of 48 (1 ms: 9.9 s; 0.02 ms: slower again; with the 2 x 8 threads of
+# kernels/cuda/builder.py)
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    import sys
+    sys.setswitchinterval(1e-4)
+
 
 @pytest.fixture
 def cuda_available():

@@ -27,11 +27,12 @@ from numba import config
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 
-# Threads per block.  The simulator runs every thread as a Python thread, so
-# it gets small blocks; a GPU gets full ones.
-THREADS = 32 if SIMULATOR else 256
+# Threads per block.  The simulator runs every thread as a Python thread (a launch of 4 x 32
+# threads took ~30 ms, 2 x 8 ~6 ms), so it gets tiny blocks and grids, still several of each
+# (tree reductions, cross-block passes); a GPU gets full ones.
+THREADS = 8 if SIMULATOR else 256
 TILE = 4 if SIMULATOR else 16          # matmul tile edge (TILE * TILE threads)
-MAX_BLOCKS = 4 if SIMULATOR else 65535  # grid-stride loops cover the rest
+MAX_BLOCKS = 2 if SIMULATOR else 65535  # grid-stride loops cover the rest
 
 
 def _sim_f64_from_bits(bits):
