@@ -8,7 +8,10 @@ How one benchmark runs:
 
 1. warm-up: ``fn`` is called ``warmup`` times (at least once).  The first call compiles the
    Numba kernels it uses (or loads them from the disk cache); its time is reported as
-   ``first_call_s`` and never enters the samples.
+   ``first_call_s`` and never enters the samples.  While a call still ran fused chains op by
+   op (chains compile once they are hot: ``ember.fusion.HOT_RUNS``), ``fn`` is called again
+   (at most ``HOT_RUNS`` more times, and once after the call that compiled them): samples
+   time the steady state a loop reaches.
 2. calibration: the number of calls per sample grows until a sample lasts at least
    ``min_time`` seconds, and never less than 10,000 ticks of the clock
    (``time.get_clock_info("perf_counter").resolution``), so the timer's resolution is
@@ -208,6 +211,27 @@ class Timer:
             if was_enabled:
                 gc.enable()
 
+    def warm(self, warmup):
+        """The warm-up calls (see the module docstring): returns the first call's seconds and
+        the last call's (None when there was one call)."""
+        from . import fusion
+
+        def timed():
+            cold = fusion.stats()["cold"]
+            t = self.run(1)
+            return t, fusion.stats()["cold"] != cold
+
+        first, cold = timed()
+        last = None
+        before = False   # the call before ran chains op by op (so this one may have compiled)
+        calls = 1
+        limit = max(warmup, 1) + fusion.HOT_RUNS + 1
+        while calls < warmup or ((cold or before) and calls < limit):
+            before = cold
+            last, cold = timed()
+            calls += 1
+        return first, last
+
     def calibrate(self, min_time, last=None):
         """Calls per sample so that a sample lasts ``min_time`` (``last``: a warm call's time)."""
         number, t = 1, last
@@ -220,6 +244,10 @@ class Timer:
                     break
                 number = grown
             t = self.run(number)
+            if t >= min_time and number > 1:
+                # a run slowed by another process (preempted, a busy core) must not end the
+                # calibration early: the faster of two runs decides
+                t = min(t, self.run(number))
         return number
 
 
@@ -275,10 +303,7 @@ def benchmark_many(fns, *, warmup=2, repeat=21, min_time=0.01, max_time=None, de
     target = max(min_time, CLOCK_TICKS_PER_SAMPLE * clock_resolution())
     first, calls = {}, {}   # per name: the first call's seconds, calls per sample
     for name, timer in timers.items():
-        first[name] = timer.run(1)            # compiles (or loads) the kernels
-        last = None
-        for _ in range(warmup - 1):
-            last = timer.run(1)
+        first[name], last = timer.warm(warmup)   # the first call compiles (or loads) the kernels
         calls[name] = number or timer.calibrate(target, last)
     samples = {name: [] for name in timers}
     start = time.perf_counter()

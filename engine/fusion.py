@@ -21,9 +21,11 @@ than it saves there); a node whose operand has another shape (broadcasting) forc
 operand first, so every node of a kernel has the kernel's shape and can be written out;
 an op that would make a chain longer than ``MAX_NODES`` ops forces its operands first; and
 a chain that needs more than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES``
-inputs runs as consecutive segments
-that each fit.  A chain's launches (its *program*) are planned once per structure and
-cached: a training step's chains skip planning and kernel lookup after the first step.
+inputs runs as consecutive segments that each fit.  A chain of fewer than ``HOT_SIZE``
+elements runs op by op on the eager kernels until the same structure has been forced
+``HOT_RUNS`` times (outside a traced step): only chains that repeat pay a compile.  A
+chain's launches (its *program*) are planned once per structure and cached: a training
+step's chains skip planning and kernel lookup after the first step.
 """
 import itertools
 import math
@@ -31,6 +33,7 @@ import operator
 import os
 import sys
 
+from . import backends
 from .ir import ELEMENTWISE, Op
 
 # Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
@@ -47,12 +50,21 @@ MAX_NODES = 128
 MAX_ARRAYS = 16
 MAX_LEAVES = 24
 
+# A chain of fewer than HOT_SIZE elements runs op by op on the eager kernels (compiled once for
+# all chains) until its structure has been forced HOT_RUNS times; then it compiles.  A fused
+# kernel costs ~1-2 s to compile cold and saves ~1.5 us per op per run on small tensors, so
+# it pays only for chains that repeat (a loop's step), not for the one-off chains of a
+# script's setup or a test (docs/decisions.md "Fusion", "Hot chains").  Larger chains compile
+# at once, as does every chain of a step ``ember.compile`` traces.
+HOT_RUNS = 64
+HOT_SIZE = 1 << 16
+
 ENABLED = os.environ.get("EMBER_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
 FUSABLE = ELEMENTWISE
 
 _SEQ = itertools.count()
 _by_seq = operator.attrgetter("seq")
-_STATS = {"kernels": 0, "fused_ops": 0, "outputs": 0, "eager": 0}
+_STATS = {"kernels": 0, "fused_ops": 0, "outputs": 0, "eager": 0, "cold": 0}
 # ops deferred = creation numbers taken since the last reset, less those stats() took itself
 # (no counter to bump per op)
 _seq_base = next(_SEQ)
@@ -77,7 +89,8 @@ def is_enabled():
 def stats(reset=False):
     """Counters since the start (or the last reset): ops ``deferred``; fused ``kernels`` run,
     the ``fused_ops`` they computed and the ``outputs`` they wrote; deferred ops that had
-    nothing to fuse with and ran ``eager``.  A reduction that computes its input chain
+    nothing to fuse with and ran ``eager``; the ops of chains not yet hot (``HOT_RUNS``),
+    which ran one by one on the eager kernels, ``cold``.  A reduction that computes its input chain
     counts as a kernel; its root is an output only when something else holds it."""
     global _seq_base
     now = next(_SEQ)   # (numbers only need to grow: this one is skipped)
@@ -328,6 +341,11 @@ def _force(root):
     key = (tuple(kinds), tuple(entries), tuple(_outputs(order, uses)))
     program = _PROGRAMS.get(key)
     if program is None:
+        runs = _COLD.get(key, 0) + 1
+        if runs < HOT_RUNS and prod(root.shape) < HOT_SIZE and backends.recorder() is None:
+            _COLD[key] = runs
+            return _run_each(order)
+        _COLD.pop(key, None)
         program = _PROGRAMS[key] = _program(key)
     for launch in program:
         launch.run(order, leaves)
@@ -382,6 +400,8 @@ def _fits(kinds, n_written):
 # chain key -> its launches (a list of _Launch): a chain seen before (a training step's)
 # skips planning its segments and looking its kernels up
 _PROGRAMS = {}
+# chain key -> times forced while not hot (HOT_RUNS); a hot chain's key moves to _PROGRAMS
+_COLD = {}
 
 
 def _program(key):
@@ -447,6 +467,19 @@ def _program(key):
         program.append(_Launch(seg_key, sources, seg_outputs))
         start = end + 1
     return program
+
+
+def _run_each(order):
+    """Compute a chain not yet hot: each node of ``order`` (topological) on the eager kernel
+    its op runs alone, as with fusion off (the same values, bit for bit)."""
+    backend = order[-1].device.backend
+    for node in order:
+        node.value = backend.elementwise(
+            node.op, [a.value if type(a) is Deferred else a for a in node.args], node.shape,
+            node.dtype)
+        node.args = None
+    _STATS["cold"] += len(order)
+    return order[-1].value
 
 
 def _run_alone(node):

@@ -30,6 +30,8 @@ ROUNDS = 7             # blocks per library, of at least MIN_SAMPLES samples eac
 IDLE_POLL_S = 0.005    # how often wait_idle looks at the other threads
 IDLE_SHARE = 0.05      # idle: the other threads ran less than this share of a poll interval
 IDLE_MAX_S = 1.0       # give up waiting (a thread that never sleeps) after this long
+IDLE_POLLS = 3         # quiet polls in a row that count as idle: a spinning thread that the
+                       # scheduler preempted (a loaded machine) can miss one 5 ms poll
 
 
 def _other_threads_cpu_s():
@@ -64,7 +66,7 @@ def new_process_env(extra=None):
     return env
 
 
-def wait_idle(poll=IDLE_POLL_S, share=IDLE_SHARE, limit=IDLE_MAX_S):
+def wait_idle(poll=IDLE_POLL_S, share=IDLE_SHARE, limit=IDLE_MAX_S, polls=IDLE_POLLS):
     """Sleep until the other threads of the process have stopped running (BLAS and OpenMP
     workers spinning after a call), at most ``limit`` seconds.  Returns the seconds waited."""
     start = time.perf_counter()
@@ -72,10 +74,12 @@ def wait_idle(poll=IDLE_POLL_S, share=IDLE_SHARE, limit=IDLE_MAX_S):
     if before is None:   # no /proc: sleep past the usual spin times instead
         time.sleep(min(limit, 0.2))
         return time.perf_counter() - start
+    quiet = 0
     while True:
         time.sleep(poll)
         now = _other_threads_cpu_s()
-        if now - before < share * poll or time.perf_counter() - start > limit:
+        quiet = quiet + 1 if now - before < share * poll else 0
+        if quiet >= polls or time.perf_counter() - start > limit:
             return time.perf_counter() - start
         before = now
 
@@ -99,10 +103,7 @@ def benchmark_blocks(fns, *, warmup=2, repeat=21, min_time=0.01, max_time=None, 
         for name, timer in timers.items():
             wait_idle()
             if r == 0:
-                first[name] = timer.run(1)            # compiles (or loads) the kernels
-                last = None
-                for _ in range(warmup - 1):
-                    last = timer.run(1)
+                first[name], last = timer.warm(warmup)   # the first compiles (or loads) kernels
                 calls[name] = number or timer.calibrate(target, last)
             else:   # warm again (a quarter of a sample): caches, the library's threads
                 timer.run(max(1, calls[name] // 4))

@@ -306,7 +306,7 @@ def test_predicates_and_all_close():
 
 
 # --- fusion ---------------------------------------------------------------------------------------
-def test_complex_chain_fuses(rng):
+def test_complex_chain_fuses(rng, hot_chains):
     """An elementwise chain of complex ops (and a real tail) runs as one fused kernel."""
     if not ember.fusion.is_enabled():
         pytest.skip("fusion is turned off (EMBER_FUSION=0)")

@@ -18,7 +18,7 @@ NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.B
 
 
 @pytest.fixture(autouse=True)
-def fusion_on():
+def fusion_on(hot_chains):
     previous = fusion.set_enabled(True)
     yield
     fusion.set_enabled(previous)
@@ -62,7 +62,60 @@ def test_a_chain_is_one_kernel_with_one_output(rng):
     y, st = counting(lambda: (a * b + c).tanh() * 0.5 + a)
     assert isinstance(y._buf, fusion.Deferred) and st["kernels"] == 0 and st["deferred"] == 5
     _, st = counting(lambda: y.numpy())
-    assert st == {"deferred": 0, "kernels": 1, "fused_ops": 5, "outputs": 1, "eager": 0}
+    assert st == {"deferred": 0, "kernels": 1, "fused_ops": 5, "outputs": 1, "eager": 0, "cold": 0}
+
+
+# --- hot chains: a small chain compiles only once it repeats ------------------------------
+@pytest.fixture
+def hot_after_three(monkeypatch):
+    monkeypatch.setattr(fusion, "HOT_RUNS", 3)
+    monkeypatch.setattr(fusion, "_COLD", {})
+    monkeypatch.setattr(fusion, "_PROGRAMS", {})
+
+
+def test_a_small_chain_runs_op_by_op_until_it_is_hot(rng, hot_after_three):
+    a, b = (randn(rng, 50) for _ in range(2))
+
+    def chain(a, b):
+        return ((a * b + 0.5).tanh() * 0.25 - a).exp()
+
+    want = run(chain, a, b, fused=False)[0][0]
+    for k in range(1, 5):
+        (got,), st = counting(lambda: run(chain, a, b, fused=True))
+        np.testing.assert_array_equal(got[0], want)    # op by op or fused: the same bits
+        if k < 3:    # forced once, twice: the eager kernels, no compile
+            assert st["kernels"] == 0 and st["cold"] == 6, (k, st)
+        else:        # the third force compiles the chain; later ones reuse it
+            assert st["kernels"] == 1 and st["fused_ops"] == 6 and st["cold"] == 0, (k, st)
+
+
+def test_a_large_chain_compiles_at_once(rng, hot_after_three, monkeypatch):
+    monkeypatch.setattr(fusion, "HOT_SIZE", 64)
+    a = ember.from_numpy(randn(rng, 64))
+    _, st = counting(lambda: ((a * 3.0).exp() + a).numpy())
+    assert st["kernels"] == 1 and st["cold"] == 0, st
+
+
+def test_a_traced_step_compiles_its_chains_at_once(rng, hot_after_three):
+    a = ember.from_numpy(randn(rng, 50))
+    step = ember.compile(lambda x: ((x * 2.0).tanh() + x) * 0.5)
+    _, st = counting(lambda: step(a).numpy())     # the trace: its replay runs the fused kernel
+    assert st["kernels"] == 1 and st["cold"] == 0, st
+
+
+def test_benchmark_warms_up_until_the_chains_are_hot(rng, hot_after_three):
+    a = ember.from_numpy(randn(rng, 50))
+
+    cold = []   # per call: the ops it ran op by op
+
+    def fn():
+        before = fusion.stats()["cold"]
+        ((a * 1.5 + 0.25).sin() * a).numpy()
+        cold.append(fusion.stats()["cold"] - before)
+
+    ember.benchmark(fn, warmup=1, repeat=3, number=1)
+    # two cold calls, the one that compiled, one more warm-up; then the three samples
+    assert cold == [4, 4, 0, 0, 0, 0, 0], cold
 
 
 def test_shape_dtype_and_size_never_compute(rng):
@@ -271,7 +324,7 @@ def test_shared_nodes_count_once_towards_the_limit(rng, monkeypatch):
     same(diamonds, randn(rng, 64))
     x = ember.from_numpy(randn(rng, 64))
     _, st = counting(lambda: diamonds(x).numpy())
-    assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0}, st
+    assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0, "cold": 0}, st
 
 
 @pytest.fixture
@@ -427,6 +480,8 @@ def test_environment_variable_turns_fusion_off():
 CODE = """
     import numpy as np
     import ember
+
+    ember.fusion.HOT_RUNS = 1   # every chain compiles at its first force
 
     a = ember.tensor(np.linspace(-1, 1, 64, dtype=np.float32))
     b = ember.tensor(np.linspace(0, 2, 64, dtype=np.float32))

@@ -19,7 +19,7 @@ NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.B
 
 
 @pytest.fixture(autouse=True)
-def fusion_on(monkeypatch):
+def fusion_on(monkeypatch, hot_chains):
     monkeypatch.setattr(fusion, "REDUCE_MIN_SIZE", 1)   # small shapes fuse too: quick tests
     previous = fusion.set_enabled(True)
     real = cpu_fused.run_reduce
@@ -77,7 +77,7 @@ def test_sum_of_a_product_is_one_kernel_writing_nothing(rng):
     a, b = randn(rng, 1000), randn(rng, 1000)
     (got,), st = same(lambda a, b: (a * b).sum(), a, b)
     assert st == {"deferred": 1, "kernels": 1, "fused_ops": 1, "outputs": 0, "eager": 0,
-                  "reductions": 1}
+                  "cold": 0, "reductions": 1}
     np.testing.assert_allclose(got[0], (a.astype(np.float64) * b).sum(), rtol=1e-5)
 
 

@@ -178,7 +178,7 @@ def test_balanced_retains_less_memory_after_forward():
     assert kept_balanced * 3 <= kept_none, (kept_balanced, kept_none)
 
 
-def test_balanced_recompute_fuses_into_the_backward_kernel():
+def test_balanced_recompute_fuses_into_the_backward_kernel(hot_chains):
     # the recomputed values are never written out: recompute and gradient are one fused
     # kernel whose only output is the gradient (fusion counts each value of the chain once)
     from ember import fusion

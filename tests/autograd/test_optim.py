@@ -213,7 +213,7 @@ def test_replaced_gradient_and_noncontiguous_parameter(device):
     np.testing.assert_array_equal(w2.numpy(), np.arange(6.0).reshape(2, 3).T - 2.0)
 
 
-def test_step_is_one_fused_kernel_per_parameter_on_its_device(device, monkeypatch):
+def test_step_is_one_fused_kernel_per_parameter_on_its_device(device, monkeypatch, hot_chains):
     # the update composes elementwise ops: with fusion on, the parameter, its moments and the
     # amsgrad maximum come out of one fused kernel; nothing goes through the host
     previous = ember.fusion.set_enabled(True)
@@ -298,6 +298,7 @@ def test_errors(device):
 # --- the updates' fused kernels load from the disk cache ----------------------------------------
 CACHE_SCRIPT = """
 import ember, ember.optim
+ember.fusion.HOT_RUNS = 1   # the updates compile at their first step
 device = ember.Device.cpu().gradient_checkpointing(ember.CheckpointingStrategy[STRATEGY])
 for dtype in (ember.float32, ember.float64):
     w = ember.ones(3, dtype=dtype, device=device).require_grad()

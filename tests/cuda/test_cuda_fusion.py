@@ -8,7 +8,7 @@ from ember import fusion
 
 
 @pytest.fixture(autouse=True)
-def fusion_on():
+def fusion_on(hot_chains):
     previous = fusion.set_enabled(True)
     yield
     fusion.set_enabled(previous)
