@@ -98,9 +98,9 @@ def test_gradients_equal_eager(strategy):
         np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
 
 
-# calls of a training step: the trace and replays; the CUDA simulator runs a launch in ~10 ms
-# (a step is ~100 launches), so there the trace and two replays
-CALLS = 4 if DEVICE.type == "cpu" else 3
+# calls of a training step: the trace and three replays (the CUDA simulator too, since its
+# launches take a few ms: tests/conftest.py)
+CALLS = 4
 
 
 def _mlp_params(dev, seed=5):
@@ -227,7 +227,7 @@ def test_bad_arguments_raise():
 def test_a_long_unrolled_loop_traces_in_bounded_time():
     """10^4 launches (fusion off: one per op) trace in bounded time: ~0.2 s on the 2-core VM
     (the eager call itself ~0.03 s), replay in ~0.04 s; the bound leaves room for a loaded CI.
-    The CUDA simulator runs each kernel in Python (~10 ms a launch): 10^3 launches there."""
+    The CUDA simulator runs each kernel in Python (a few ms a launch): 10^3 launches there."""
     steps = 2500 if DEVICE.type == "cpu" else 250
     launches = 4 * steps
 
@@ -401,7 +401,7 @@ def test_tape_gradients_equal_eager(strategy):
     s0 = t([[1.0, 0.0], [0.5, -0.3], [-0.8, 0.4]], ember.float64)
     observed = t(RNG.standard_normal((31, 3)) * 0.3, ember.float64)
 
-    # the CUDA simulator runs a launch in ~10 ms (and has no tape): a short solve there
+    # the CUDA simulator runs each launch in Python (and has no tape): a short solve there
     steps = 30 if DEVICE.type == "cpu" else 2
     observed = observed[:steps + 1]
 
