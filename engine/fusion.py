@@ -472,22 +472,18 @@ def _program(key):
 def _run_each(order):
     """Compute a chain not yet hot: each node of ``order`` (topological) on the eager kernel
     its op runs alone, as with fusion off (the same values, bit for bit)."""
-    backend = order[-1].device.backend
     for node in order:
-        node.value = backend.elementwise(
-            node.op, [a.value if type(a) is Deferred else a for a in node.args], node.shape,
-            node.dtype)
-        node.args = None
-    _STATS["cold"] += len(order)
+        _run_alone(node, "cold")
     return order[-1].value
 
 
-def _run_alone(node):
-    # (the backend's positional elementwise entry: no keyword dict per call)
+def _run_alone(node, counter="eager"):
+    # (the backend's positional elementwise entry: no keyword dict per call); ``counter``: the
+    # stats() entry it counts in
     args = [a.value if type(a) is Deferred else a for a in node.args]
     node.value = node.device.backend.elementwise(node.op, args, node.shape, node.dtype)
     node.args = None
-    _STATS["eager"] += 1
+    _STATS[counter] += 1
     return node.value
 
 

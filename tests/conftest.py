@@ -59,11 +59,10 @@ def cuda_available():
 
 @pytest.fixture
 def hot_chains(monkeypatch):
-    """Every fused chain compiles at its first force, whatever its size (``fusion.HOT_RUNS``,
-    ``HOT_SIZE``): for tests of the fused kernels themselves."""
+    """Every fused chain compiles at its first force, whatever its size (``fusion.HOT_RUNS``
+    = 1): for tests of the fused kernels themselves."""
     from ember import fusion
     monkeypatch.setattr(fusion, "HOT_RUNS", 1)
-    monkeypatch.setattr(fusion, "_COLD", {})
 
 
 @pytest.fixture

@@ -324,7 +324,8 @@ def test_shared_nodes_count_once_towards_the_limit(rng, monkeypatch):
     same(diamonds, randn(rng, 64))
     x = ember.from_numpy(randn(rng, 64))
     _, st = counting(lambda: diamonds(x).numpy())
-    assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0, "cold": 0}, st
+    assert st == {"deferred": 20, "kernels": 1, "fused_ops": 20, "outputs": 1, "eager": 0,
+                  "cold": 0}, st
 
 
 @pytest.fixture

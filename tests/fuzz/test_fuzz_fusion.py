@@ -78,9 +78,8 @@ def _run(dtype, steps, reduction, tensors, fused, strategy=None):
 
 
 @fuzz("fusion", 15, data=st.data())
-def test_fused_chains_equal_unfused(data, monkeypatch):
+def test_fused_chains_equal_unfused(data, monkeypatch, hot_chains):
     monkeypatch.setattr(fusion, "REDUCE_MIN_SIZE", 1)   # small inputs fuse into reductions too
-    monkeypatch.setattr(fusion, "HOT_RUNS", 1)          # and every chain compiles at once
     dtype, steps, reduction = data.draw(chains(), "chain")
     shps = data.draw(broadcast_shapes(3, max_dims=3), "shapes")
     arrays = [data.draw(operands(dtype, s)) for s in shps]
