@@ -47,6 +47,15 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     kernelapi.FakeCUDAShared.array = _shared_array
 
 
+# EMBER_COMPILE_LOG=<dir>: log every Numba compile of the session (tests/compile_log.py)
+if os.environ.get("EMBER_COMPILE_LOG"):
+    import compile_log
+    compile_log.install(os.environ["EMBER_COMPILE_LOG"])
+
+    def pytest_runtest_logstart(nodeid, location):
+        compile_log.set_test(nodeid)
+
+
 @pytest.fixture
 def cuda_available():
     """True when Numba sees a CUDA GPU or runs its CUDA simulator (then Device.cuda() works)."""
@@ -63,6 +72,18 @@ def hot_chains(monkeypatch):
     = 1): for tests of the fused kernels themselves."""
     from ember import fusion
     monkeypatch.setattr(fusion, "HOT_RUNS", 1)
+
+
+@pytest.fixture
+def unfused():
+    """Fusion off: the test's ops run one kernel each.  For gradient rows and finite
+    differences, which force the same chains again and again (hot after ``fusion.HOT_RUNS``
+    forces) and would each compile fused kernels of their own (most of a cold run's time);
+    fusion's equivalence is checked by subsets that compare fused and unfused results."""
+    from ember import fusion
+    previous = fusion.set_enabled(False)
+    yield
+    fusion.set_enabled(previous)
 
 
 @pytest.fixture
