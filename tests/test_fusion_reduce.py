@@ -152,8 +152,10 @@ def test_bool_counts(rng):
     same(lambda a, b: ((a > b) & (a > 0)).sum(dim=-1), a, b)
 
 
-@pytest.mark.parametrize("op", ["prod", "max", "min"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+# every op and every dtype (a fused reduction compiles for ~4 s, cold: not all nine pairs)
+@pytest.mark.parametrize("op, dtype", [("prod", np.float32), ("prod", np.int32),
+                                       ("max", np.float64), ("max", np.int32),
+                                       ("min", np.float32)])
 def test_prod_max_min(rng, op, dtype):
     a = (randn(rng, 64, 300) * 4).astype(dtype)
     b = (randn(rng, 300) * 4).astype(dtype)

@@ -241,7 +241,7 @@ def _prepare(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_gradient_matches_finite_differences(case, device):
+def test_gradient_matches_finite_differences(case, device, unfused):
     arrays, (wr, wi) = _prepare(case)
     _, got = _ember_grads(case, arrays, wr, wi, device)
     for i, (g, want) in enumerate(zip(got, _numeric(case, arrays, wr, wi))):
@@ -262,6 +262,29 @@ def test_gradient_matches_torch(case, device):
     for i, (g, want) in enumerate(zip(got, _torch_grads(case, arrays, wr, wi))):
         np.testing.assert_allclose(g, want, rtol=case.rtol, atol=case.atol,
                                    err_msg=f"{case.name}: input {i} vs torch's leaf.grad")
+
+
+# rows whose forward and backward are elementwise chains of complex values: fused (hot at their
+# first force), their gradients are the unfused ones bit for bit; the finite-difference rows
+# above run unfused
+FUSION_ROWS = ("div", "exp", "tanh", "abs", "polar")
+
+
+@pytest.mark.parametrize("name", FUSION_ROWS)
+def test_gradient_fused_equals_unfused(name, device, hot_chains):
+    case = next(c for c in CASES if c.name == name)
+    arrays, (wr, wi) = _prepare(case)
+    previous = ember.fusion.set_enabled(False)
+    try:
+        _, want = _ember_grads(case, arrays, wr, wi, device)
+        ember.fusion.set_enabled(True)
+        ember.fusion.stats(reset=True)
+        _, got = _ember_grads(case, arrays, wr, wi, device)
+        assert ember.fusion.stats()["fused_ops"] > 0, f"{name}: nothing fused"
+    finally:
+        ember.fusion.set_enabled(previous)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w, err_msg=f"{name}: fused gradient differs")
 
 
 # --- the contract around complex leaves ---------------------------------------------------------

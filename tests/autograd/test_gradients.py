@@ -453,16 +453,6 @@ def _table(cases):
     return out
 
 
-@pytest.fixture
-def unfused():
-    """Rows run their ops one kernel each: every distinct chain a row builds would otherwise
-    compile a fused kernel of its own (most of a cold run's time); fusion's equivalence is
-    checked on a subset below."""
-    previous = ember.fusion.set_enabled(False)
-    yield
-    ember.fusion.set_enabled(previous)
-
-
 @pytest.mark.devices
 @pytest.mark.parametrize("case", _table(CASES), ids=lambda c: c.name)
 def test_gradient(case, device, unfused):

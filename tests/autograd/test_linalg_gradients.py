@@ -195,7 +195,7 @@ TORCH = {name: f for name, f, gens in ROWS}
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_linalg_gradient_finite_differences(name, device):
+def test_linalg_gradient_finite_differences(name, device, unfused):
     check_case(CASES[name], device)
 
 
@@ -213,7 +213,7 @@ def torch_gradients(c, f):
 
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
 @pytest.mark.parametrize("name", list(CASES))
-def test_linalg_gradient_matches_torch(name, device):
+def test_linalg_gradient_matches_torch(name, device, unfused):
     got = gradients(CASES[name], device)
     want = torch_gradients(CASES[name], TORCH[name])
     for g, w in zip(got, want):

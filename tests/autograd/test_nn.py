@@ -376,7 +376,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_gradient(case, device):
+def test_gradient(case, device, unfused):
     check_case(case, device)
 
 
