@@ -11,14 +11,12 @@ of them.
 Suites: elementwise, reductions, matmul, softmax (ops against numpy and PyTorch), autodiff
 (cost per recorded node and of backward on small tensors; an MLP training step),
 checkpointing (memory kept by the graph and backward time, NONE against BALANCED),
-quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process),
-fft (ember.fft against numpy.fft, scipy.fft with workers=2 and torch.fft) and cuda (a few ops
-
-quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import ember` in a new process), linalg
-(factorisations, small batches, a GP likelihood and einsum against numpy/SciPy/PyTorch:
-perf/linalg_suite.py) and cuda (a few ops
-on the GPU).  A suite whose feature or
-device does not exist reports its rows as ``unavailable``, with the reason.
+quantized (quantized matmul against float32, quantize/dequantize throughput), startup (`import
+ember` in a new process), fft (ember.fft against numpy.fft, scipy.fft with workers=2 and
+torch.fft), linalg (factorisations, small batches, a GP likelihood and einsum against
+numpy/SciPy/PyTorch: perf/linalg_suite.py), small (small workloads eager and compiled against
+numpy, PyTorch and jax.jit: perf/small_suite.py) and cuda (a few ops on the GPU).  A suite whose
+feature or device does not exist reports its rows as ``unavailable``, with the reason.
 """
 import gc
 import subprocess
