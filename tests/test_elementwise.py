@@ -139,6 +139,35 @@ def test_op_mixed_layouts(name, rng):
     check(row.fn(*tensors), row.ref(*views))
 
 
+# the strided templates compile one loop per kernel (MODE, kernels/cpu/elementwise.py), picked
+# by the launcher from the innermost strides: each layout runs its own mode's kernel.  Columns:
+# above SCALAR_FLAT_MAX, where a one-element operand takes the template too
+_COLS = 2053
+_MODE_LAYOUTS = {   # name: (operands from a (3, 2 * _COLS) array w, the mode)
+    "column_slices": (lambda w: (w[:, :_COLS], w[:, _COLS:]), "CONTIGUOUS"),
+    "row_broadcast": (lambda w: (w[:, :_COLS], w[:1, :_COLS]), "CONTIGUOUS"),
+    "scalar_second": (lambda w: (w[:, :_COLS], w[:1, :1]), "B_SCALAR"),
+    "column_broadcast": (lambda w: (w[:, :_COLS], w[:, :1]), "B_SCALAR"),
+    "scalar_first": (lambda w: (w[:1, :1], w[:, :_COLS]), "A_SCALAR"),
+    "step": (lambda w: (w[:, :_COLS], w[:, ::2][:, :_COLS]), "STRIDED"),
+    "transposed": (lambda w: (w[:, :6].T, w[:, 6:12].T), "STRIDED"),
+}
+
+
+@pytest.mark.parametrize("layout", list(_MODE_LAYOUTS))
+def test_strided_template_mode_per_layout(layout, rng):
+    from ember.backends.cpu import elementwise as launcher
+    from ember.kernels.cpu import elementwise as templates
+    make, mode = _MODE_LAYOUTS[layout]
+    w = rng.standard_normal((3, 2 * _COLS)).astype(np.float32)
+    x, y = make(as_tensor(w))
+    want_x, want_y = make(w)
+    launcher._KERNELS.clear()
+    check(x - y, want_x - want_y)
+    modes = {key[3] for key in launcher._KERNELS if key[:2] == (2, "sub")}
+    assert modes == {getattr(templates, mode)}, (layout, modes)
+
+
 # --- both sides of the parallel threshold -----------------------------------------------
 LARGE = PARALLEL_MIN * 2 + 3  # odd: not a multiple of any chunk size
 SMALL = PARALLEL_MIN - 1

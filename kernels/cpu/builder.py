@@ -59,9 +59,11 @@ class Kernel:
 
     __slots__ = ("name", "_fn", "_serial", "_parallel")
 
-    def __init__(self, template, op, **helpers):
-        self.name = f"{template.__name__}__{op}"
+    def __init__(self, template, op, mode=None, **helpers):
+        self.name = f"{template.__name__}__{op}" + ("" if mode is None else f"__m{mode}")
         bindings = {"OP": scalar_op(op)} if op else {}
+        if mode is not None:
+            bindings["MODE"] = mode   # a constant: Numba prunes the branches of other modes
         bindings.update(helpers)   # other compiled functions the template calls by name
         self._fn = (specialize(template, self.name, **bindings),
                     specialize(template, self.name + "__par", **bindings))
@@ -81,7 +83,8 @@ class Kernel:
 
 
 @functools.cache
-def kernel(template, op=None, **helpers):
-    """The kernel for (template, scalar op name), built once per process; ``helpers`` bind
-    other global names the template calls (compiled functions)."""
-    return Kernel(template, op, **helpers)
+def kernel(template, op=None, mode=None, **helpers):
+    """The kernel for (template, scalar op name, mode), built once per process; ``mode`` (an
+    int) binds the template's ``MODE`` and is part of the kernel's name (its cache entry);
+    ``helpers`` bind other global names the template calls (compiled functions)."""
+    return Kernel(template, op, mode, **helpers)

@@ -33,7 +33,7 @@ _FLAT = {1: templates.flat1, 2: templates.flat2, 3: templates.flat3}
 _FLAT_KERNELS = {}  # (arity, op, out dtype) -> serial flat kernel
 _UNIT = np.ones(1, np.int64)
 _ZERO = np.zeros(1, np.int64)
-_KERNELS = {}  # (arity, op, out dtype) -> Kernel: a plain dict is the cheapest lookup per call
+_KERNELS = {}  # (arity, op, out dtype, mode) -> Kernel: a plain dict is the cheapest lookup
 _SIZES = {}    # n -> np.array([n]) for small n, saving an allocation per call
 
 
@@ -152,21 +152,21 @@ def elementwise(op, inputs, out):
             f(*[x if x.ndim == 1 else x.reshape(-1) for x in inputs],
               out if out.ndim == 1 else out.reshape(-1))
             return out
-    k = _KERNELS.get(key)
-    if k is None:
-        k = _KERNELS[key] = kernel(_TEMPLATES[len(inputs)], variant(op, out.dtype))
-    fn = k.parallel if n >= PARALLEL_MIN else k.serial
     shape = out.shape
     if out.flags.c_contiguous:
         args = []
+        inner = []
         for x in inputs:
             if x.size == 1:
                 args += (x.reshape(1), 0, _ZERO)
+                inner.append(0)
             elif x.shape == shape and x.flags.c_contiguous:
                 args += (x if x.ndim == 1 else x.reshape(-1), 0, _UNIT)
+                inner.append(1)
             else:
                 break
         else:
+            fn = _map_kernel(key, inner, 1, n)
             fn(*args, out if out.ndim == 1 else out.reshape(-1), 0, _UNIT, _size_array(n))
             return out
     ops = [operand(x if x.shape == shape else np.broadcast_to(x, shape)) for x in inputs]
@@ -175,5 +175,31 @@ def elementwise(op, inputs, out):
     args = []
     for (buf, off, _), st in zip(ops, strides):
         args += (buf, off, np.array(st, np.int64))
+    fn = _map_kernel(key, [st[-1] for st in strides[:-1]], strides[-1][-1], n)
     fn(*args, np.array(merged, np.int64))
     return out
+
+
+def _mode(inner, out_inner):
+    """The loop (``MODE``, kernels/cpu/elementwise.py) for inputs' innermost strides
+    ``inner`` (a list) and the output's ``out_inner``."""
+    if out_inner == 1:
+        if all(s == 1 for s in inner):
+            return templates.CONTIGUOUS
+        if len(inner) < 3:   # map1 and map2 hoist a broadcast operand
+            if inner[0] == 0 and all(s == 1 for s in inner[1:]):
+                return templates.A_SCALAR
+            if inner == [1, 0]:
+                return templates.B_SCALAR
+    return templates.STRIDED
+
+
+def _map_kernel(key, inner, out_inner, n):
+    """The strided template's kernel for ``key`` (arity, op, out dtype char) in the mode of
+    these strides, serial or parallel by the size ``n``."""
+    mkey = (*key, _mode(inner, out_inner))
+    k = _KERNELS.get(mkey)
+    if k is None:
+        k = _KERNELS[mkey] = kernel(_TEMPLATES[key[0]], variant(key[1], np.dtype(key[2])),
+                                    mode=mkey[3])
+    return k.parallel if n >= PARALLEL_MIN else k.serial
