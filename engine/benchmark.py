@@ -8,10 +8,11 @@ How one benchmark runs:
 
 1. warm-up: ``fn`` is called ``warmup`` times (at least once).  The first call compiles the
    Numba kernels it uses (or loads them from the disk cache); its time is reported as
-   ``first_call_s`` and never enters the samples.  While a call still ran fused chains op by
-   op (chains compile once they are hot: ``ember.fusion.HOT_RUNS``), ``fn`` is called again
-   (at most ``HOT_RUNS`` more times, and once after the call that compiled them): samples
-   time the steady state a loop reaches.
+   ``first_call_s`` and never enters the samples.  A first call runs small fused chains op
+   by op, as in any script (chains compile once they are hot: ``ember.fusion.HOT_RUNS``);
+   if it did, the next warm-up call compiles them at once (``HOT_RUNS`` is 1 for it) and one
+   more call follows: samples time the steady state a loop reaches after ``HOT_RUNS`` calls,
+   without making those calls.
 2. calibration: the number of calls per sample grows until a sample lasts at least
    ``min_time`` seconds, and never less than 10,000 ticks of the clock
    (``time.get_clock_info("perf_counter").resolution``), so the timer's resolution is
@@ -225,11 +226,15 @@ class Timer:
         last = None
         before = False   # the call before ran chains op by op (so this one may have compiled)
         calls = 1
-        limit = max(warmup, 1) + fusion.HOT_RUNS + 1
-        while calls < warmup or ((cold or before) and calls < limit):
-            before = cold
-            last, cold = timed()
-            calls += 1
+        hot_runs = fusion.HOT_RUNS
+        fusion.HOT_RUNS = 1   # chains still cold after the first call compile at their next force
+        try:
+            while calls < warmup or ((cold or before) and calls < max(warmup, 1) + 3):
+                before = cold
+                last, cold = timed()
+                calls += 1
+        finally:
+            fusion.HOT_RUNS = hot_runs
         return first, last
 
     def calibrate(self, min_time, last=None):

@@ -114,8 +114,10 @@ def test_benchmark_warms_up_until_the_chains_are_hot(rng, hot_after_three):
         cold.append(fusion.stats()["cold"] - before)
 
     ember.benchmark(fn, warmup=1, repeat=3, number=1)
-    # two cold calls, the one that compiled, one more warm-up; then the three samples
-    assert cold == [4, 4, 0, 0, 0, 0, 0], cold
+    # the first call as any script's (op by op), the next compiles (HOT_RUNS is 1 in the
+    # warm-up), one more warm-up; then the three samples; HOT_RUNS is back to its value
+    assert cold == [4, 0, 0, 0, 0, 0], cold
+    assert fusion.HOT_RUNS == 3
 
 
 def test_shape_dtype_and_size_never_compute(rng):
