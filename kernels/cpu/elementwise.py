@@ -12,7 +12,8 @@ chosen by the launcher from the operands' innermost strides, which all tasks
 share: unit strides take a contiguous loop LLVM vectorises, stride 0 (a
 broadcast operand) hoists the value, everything else takes the general strided
 loop.  A kernel compiles its one loop only: about half the compile time of one
-holding them all (measured: map2 add, 0.35 s against 0.6 s per dtype).
+holding them all (measured, map2 sub, mul and hypot: ~0.3 s against ~0.55 s
+per dtype).
 """
 from numba import prange
 
