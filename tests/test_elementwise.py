@@ -168,6 +168,61 @@ def test_strided_template_mode_per_layout(layout, rng):
     assert modes == {getattr(templates, mode)}, (layout, modes)
 
 
+# --- broadcasts and strided operands in tasks of many rows ------------------------------
+# (name, x's shape, y's shape, how x is viewed): rows and columns of contiguous arrays take
+# the launcher's (rows, cols) description, the others merge dims; every task of the strided
+# template runs many short rows, stepping by the second-innermost strides and dividing where
+# that dim wraps (a task can start in the middle of a run)
+_ROW_CASES = {
+    "bias": ((2048, 64), (64,), None),
+    "bias_leading_one": ((4, 16), (1, 16), None),
+    "column": ((128, 2), (128, 1), None),
+    "row_and_column": ((4, 1), (16,), None),
+    "column_of_three_dims": ((6, 5, 7), (6, 1, 1), None),
+    "middle_broadcast": ((3, 40, 7), (40, 1), None),                 # nd 3, wraps at 40 rows
+    "sliced_rows": ((600, 60), (30,), lambda v: v[:, ::2]),
+    "reversed_inner_3d": ((40, 30, 20), (30, 1), lambda v: v[:, :, ::-1]),   # 2 tasks
+    "long_rows": ((3, 16484), (16484,), None),                       # a chunk and a tail
+    "transposed_long_rows": ((16484, 3), (3, 1), lambda v: v.T),
+}
+
+
+@pytest.mark.parametrize("case", list(_ROW_CASES))
+def test_broadcast_and_strided_rows(case, rng, unfused):
+    """Each template (map1, map2, map3) against numpy, exact (add, where and neg round once)."""
+    xs, ys, view = _ROW_CASES[case]
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    if view is not None:
+        x = view(x)
+    tx, ty = as_tensor(x), as_tensor(y)
+    check(tx + ty, x + y, rtol=0)
+    check(ember.where(ty > 0, tx, ty), np.where(y > 0, x, y), rtol=0)
+    check(-tx, -x, rtol=0)
+
+
+@pytest.mark.parametrize("x_shape, y_shape, merged", [
+    ((4, 16), (16,), (4, 16)), ((4, 16), (1, 16), (4, 16)), ((8, 8), (8, 1), (8, 8)),
+    ((4, 1), (16,), (4, 16)), ((2, 3, 4), (3, 4), (2, 12)), ((2, 3, 4), (2, 1, 1), (2, 12)),
+    ((5, 6), (5, 6), None), ((5, 6), (1,), None),
+])
+def test_row_operands_describe_rows_and_columns(x_shape, y_shape, merged):
+    from ember.backends.cpu.elementwise import row_operands
+    x, y = np.ones(x_shape, np.float32), np.ones(y_shape, np.float32)
+    shape = np.broadcast_shapes(x_shape, y_shape)
+    got = row_operands([x, y], shape, math.prod(shape))
+    assert got is not None
+    assert (None if got[0] is None else tuple(got[0])) == merged
+
+
+@pytest.mark.parametrize("x_shape, y_shape", [((3, 40, 7), (40, 1)), ((2, 3, 4), (1, 3, 1))])
+def test_row_operands_leave_other_broadcasts_to_merged_dims(x_shape, y_shape):
+    from ember.backends.cpu.elementwise import row_operands
+    x, y = np.ones(x_shape, np.float32), np.ones(y_shape, np.float32)
+    shape = np.broadcast_shapes(x_shape, y_shape)
+    assert row_operands([x, y], shape, math.prod(shape)) is None
+
+
 # --- both sides of the parallel threshold -----------------------------------------------
 LARGE = PARALLEL_MIN * 2 + 3  # odd: not a multiple of any chunk size
 SMALL = PARALLEL_MIN - 1
