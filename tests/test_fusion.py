@@ -283,6 +283,36 @@ def test_views(rng):
     same(lambda x: (x.reshape(2, 3, 8)[:, ::-1] * 3).tanh().reshape(6, 8)[1:-1] + 1, m)
 
 
+# (x's shape, y's shape, how x is viewed): the strided loop's blocks of several short rows
+# (contiguous inputs sliced, the others gathered row by row), its blocks along long rows
+# and a chunk's tail, and rows stepped by the second-innermost strides across wraps of that
+# dim, also from the middle of a run (the second task of "reversed_inner_3d")
+_STRIDED_CASES = {
+    "bias": ((2048, 64), (64,), None),
+    "column": ((128, 2), (128, 1), None),
+    "row_and_column": ((4, 1), (16,), None),
+    "middle_broadcast": ((3, 40, 7), (40, 1), None),
+    "sliced_rows": ((600, 60), (30,), lambda v: v[:, ::2]),
+    "reversed_inner_3d": ((40, 30, 20), (30, 1), lambda v: v[:, :, ::-1]),
+    "long_rows": ((3, 16484), (16484,), None),
+    "transposed_long_rows": ((16484, 3), (3, 1), lambda v: v.T),
+}
+
+
+@pytest.mark.parametrize("case", list(_STRIDED_CASES))
+def test_strided_chains_in_blocks_of_rows(rng, case):
+    """One chain over every layout, against numpy exactly (+, -, * and max round once)."""
+    xs, ys, view = _STRIDED_CASES[case]
+    x, y = randn(rng, *xs), randn(rng, *ys)
+    if view is not None:
+        x = view(x)
+    chain = lambda a, b: ((a + b) * 2 - a * b).maximum(b)
+    (got, _), = same(chain, x, y)
+    np.testing.assert_array_equal(got, np.maximum((x + y) * 2 - x * y, y))
+    _, stats = counting(lambda: run(chain, x, y, fused=True))
+    assert stats["fused_ops"] >= 4, stats   # one kernel ran the chain
+
+
 @pytest.mark.parametrize("min_size", [1, fusion.MIN_SIZE])
 def test_zero_dim_empty_and_one_element(rng, monkeypatch, min_size):
     monkeypatch.setattr(fusion, "MIN_SIZE", min_size)

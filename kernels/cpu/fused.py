@@ -3,7 +3,8 @@
 ``kernel(key)`` binds the generated module's ``flat`` and ``strided`` loops to the per-op
 loops they call (``loop_kernel``: one per scalar op, result dtype and argument kinds, with
 the very compiled scalar function of ``builder.scalar_op`` inlined at Numba level so it
-vectorises, shared by all chains), each compiled lazily as serial and parallel and cached on
+vectorises, shared by all chains) and to ``GATHER`` (``gather``: a strided row into a
+block), each compiled lazily as serial and parallel and cached on
 disk by ``KernelCache``, as ``builder.Kernel`` does for the fixed templates.  The launcher
 (``engine/backends/cpu/fused.py``) picks the loop: ``flat`` when every array input is
 contiguous with the output's shape, else ``strided`` over merged dims.
@@ -29,6 +30,26 @@ def loop_kernel(fn, dtype, kinds):
     return _jit(loop, parallel=False)
 
 
+def gather(dst, at, src, p, u, n):
+    """``dst[at:at + n] = src[p], src[p + u], ...``: a row of a strided input into a block (a
+    loop over slices: Numba's slice assignment is slower, indexing from ``p`` does not
+    vectorise)."""
+    if u == 1:
+        s = src[p:p + n]
+        d = dst[at:at + n]
+        for j in range(n):
+            d[j] = s[j]
+    else:
+        for j in range(n):
+            dst[at + j] = src[p + j * u]
+
+
+@functools.cache
+def gather_kernel():
+    """``gather`` compiled (serial, cached on disk): what the strided loops call as ``GATHER``."""
+    return _jit(specialize(gather, "ember_fused_gather"), parallel=False)
+
+
 def loop_kernels(key):
     """{name: per-op loop} for every op of chain ``key``: what its generated loops call."""
     return {name: loop_kernel(fn, dtype, kinds) for name, fn, dtype, kinds in fused.loops(key)}
@@ -44,6 +65,7 @@ class FusedKernel:
         self.name = fused.name(key)
         # the loops call one per-op loop per op and block (see kernels/fused.py)
         calls = loop_kernels(key)
+        calls["GATHER"] = gather_kernel()
         self._fns = {}
         for loop in ("flat", "strided"):
             # the work of one task, compiled once and called by the serial and the parallel

@@ -16,7 +16,7 @@ from ember.kernels.cpu import fused, fused_reduce
 
 from ...memory import empty as alloc
 from ..shared import chain_key, identity, merge_dims
-from .elementwise import PARALLEL_MIN, operand
+from .elementwise import PARALLEL_MIN, int_array, operand, operand_as, row_operands
 from .reduce import fold_params
 
 
@@ -108,9 +108,16 @@ def strided_leaves(leaves, kinds, shape, out_strides):
     (an int64 array) and, per leaf, its (1-D buffer, element offset, int64 strides) for an
     array input (kind ``"a"``: views, negative strides, broadcasting as stride 0) or its value
     for a one-value input (``"s"``).  ``out_strides``, the output's element strides, take
-    part in merging dims."""
-    ops = [operand(x if x.shape == shape else np.broadcast_to(x, shape))
-           for x, kind in zip(leaves, kinds) if kind == "a"]
+    part in merging dims (the outputs are C-contiguous).  A bias or a keepdims column over
+    contiguous arrays takes ``row_operands``' (rows, cols) view, without merging dims."""
+    arrays = [x for x, kind in zip(leaves, kinds) if kind == "a"]
+    rows = row_operands(arrays, shape, math.prod(shape))
+    if rows is not None and rows[0] is not None:
+        merged, args, _ = rows
+        ops = iter([args[i:i + 3] for i in range(0, len(args), 3)])
+        return merged, [x.item(0) if kind == "s" else tuple(next(ops))
+                        for x, kind in zip(leaves, kinds)]
+    ops = [operand_as(x, shape) for x in arrays]
     merged, strides = merge_dims(shape, [o[2] for o in ops] + [out_strides])
     it = iter(zip(ops, strides))
     per_leaf = []
@@ -119,8 +126,8 @@ def strided_leaves(leaves, kinds, shape, out_strides):
             per_leaf.append(x.item(0))
         else:
             (buf, off, _), st = next(it)
-            per_leaf.append((buf, off, np.array(st, np.int64)))
-    return np.array(merged, np.int64), per_leaf
+            per_leaf.append((buf, off, int_array(st)))
+    return int_array(merged), per_leaf
 
 
 def reduce_plan(op, shape, dtype, axes, out_dtype):
