@@ -215,6 +215,16 @@ def test_row_operands_describe_rows_and_columns(x_shape, y_shape, merged):
     assert (None if got[0] is None else tuple(got[0])) == merged
 
 
+def test_row_operands_take_one_broadcast_value_as_a_scalar(rng, unfused):
+    from ember.backends.cpu.elementwise import row_operands
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    seed = np.broadcast_to(np.float32(2.5), (4, 16))   # all strides 0, like a backward's seed
+    merged, args, inner = row_operands([x, seed], (4, 16), 64)
+    assert merged is None and inner == [1, 0] and args[3].shape == (1,)
+    check(as_tensor(x) * as_tensor(seed), x * seed, rtol=0)
+    check(as_tensor(x)[:, :1] - as_tensor(seed), x[:, :1] - seed, rtol=0)
+
+
 @pytest.mark.parametrize("x_shape, y_shape", [((3, 40, 7), (40, 1)), ((2, 3, 4), (1, 3, 1))])
 def test_row_operands_leave_other_broadcasts_to_merged_dims(x_shape, y_shape):
     from ember.backends.cpu.elementwise import row_operands

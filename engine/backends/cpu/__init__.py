@@ -89,6 +89,17 @@ def _random(op, *, generator, kind, shape, dtype, **params):
     return np.asarray(a, dtype.np)
 
 
+def _expand(op, x, *, shape):
+    """``x`` broadcast to ``shape``: a read-only view, as ``np.broadcast_to`` makes.  One value
+    (a backward's seed, a sum's gradient) is a stride-0 view built directly: ~1 us against
+    ``broadcast_to``'s ~3.5 us of Python."""
+    if x.size == 1:
+        v = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+        v.flags.writeable = False
+        return v
+    return np.broadcast_to(x, shape)
+
+
 _TABLE = check_table("CpuBackend", {
     **{op: _elementwise for op in ELEMENTWISE},
     **{op: lambda op, x, *, axes, dtype: reduce.reduce(op.scalar, x, axes, dtype.np)
@@ -111,7 +122,7 @@ _TABLE = check_table("CpuBackend", {
     Op.NONZERO: lambda op, x, dtype=None: index.nonzero(x),
     Op.RESHAPE: lambda op, x, *, shape: x.reshape(shape),
     Op.PERMUTE: lambda op, x, *, dims: x.transpose(dims),
-    Op.EXPAND: lambda op, x, *, shape: np.broadcast_to(x, shape),
+    Op.EXPAND: _expand,
     Op.SLICE: lambda op, x, *, index: x[index],
     Op.FLIP: _flip,
     Op.CONTIGUOUS: _contiguous,
