@@ -287,7 +287,6 @@ def _strided(key):
     lines += _scalar_prologue(leaves, lambda i: f"k{i}")
     lines += ["    nd = shape.shape[0]",
               "    inner = shape[nd - 1]",
-              "    outer = shape[nd - 2] if nd > 1 else 1",
               "    row = (task // per_row) * per_task",
               "    start = (task % per_row) * CHUNK",
               "    m = min(inner - start, CHUNK)",
@@ -322,7 +321,7 @@ def _strided(key):
     for i in arrays:
         lines += [f"            if not whole{i}:",
                   f"                GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, cols)"]
-    for i in arrays:   # (one row: p<i> is still its offset)
+    for i in arrays:
         lines += [f"        if whole{i}:",
                   f"            x{i} = a{i}[f{i} + q:f{i} + q + L]",
                   "        else:",

@@ -101,10 +101,10 @@ def int_array(values):
 
 def row_operands(inputs, shape, n):
     """The commonest broadcasts described without ``merge_dims``: ``(merged, args, inner)``
-    or None.  Every input is C-contiguous and either holds the output's ``n`` elements, holds
-    one (or is one value broadcast: all strides 0), or is *a row* (its shape, leading 1s dropped, ends the output's: a bias) or *a
-    column* (the output's leading dims then 1s: a keepdims reduction), all rows and columns
-    of one length.  ``merged`` is None when there are neither (one flat index), else the
+    or None.  Every input either holds one value (maybe broadcast: all strides 0) or is
+    C-contiguous and holds the output's ``n`` elements, or is *a row* (its shape, leading 1s
+    dropped, ends the output's: a bias) or *a column* (the output's leading dims then 1s: a
+    keepdims reduction), all rows and columns of one length.  ``merged`` is None when there are neither (one flat index), else the
     int64 (rows, cols) array of the 2-D view; ``args`` are the inputs' (buffer, offset,
     strides) and ``inner`` their innermost strides.  The general path took ~8 us of Python
     for a small bias add, this one ~1."""
@@ -114,20 +114,17 @@ def row_operands(inputs, shape, n):
     wide = []    # positions in args of the full and one-element inputs' strides, set
     one = []     # once cols is known
     for x in inputs:
-        if x.size == 1:
+        contiguous = x.flags.c_contiguous
+        if x.size == 1 or not (contiguous or any(x.strides)):
+            # one value, maybe broadcast to the output (a backward's seed: describing that
+            # stride-0 view through ``operand`` took ~5 us)
             one.append(len(args) + 2)
-            args += (x.reshape(1), 0, _ZERO)
+            args += (x.reshape(1) if x.size == 1 else x[(slice(0, 1),) * x.ndim].reshape(1),
+                     0, _ZERO)
             inner.append(0)
             continue
-        if not x.flags.c_contiguous:
-            if any(x.strides):
-                return None
-            # one value broadcast to the output (a backward's seed): as one element (describing
-            # the stride-0 view through ``operand`` took ~5 us)
-            one.append(len(args) + 2)
-            args += (x[(slice(0, 1),) * x.ndim].reshape(1), 0, _ZERO)
-            inner.append(0)
-            continue
+        if not contiguous:
+            return None
         xs = x.shape
         if xs == shape:
             wide.append(len(args) + 2)
