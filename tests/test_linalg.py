@@ -7,6 +7,7 @@ Numba kernels of kernels/cpu/linalg.py.  Factorisations whose factors are unique
 signs (eigh, svd, qr) are compared through sign-free quantities and reconstructions.
 """
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -184,6 +185,108 @@ def test_the_parallel_small_batch_kernels_agree_with_numpy():
     np.testing.assert_allclose(LA.solve_triangular(e(low), e(b), upper=False).numpy(),
                                per_matrix(lambda x, y: sl.solve_triangular(x, y, lower=True), low, b),
                                rtol=1e-9, atol=1e-10)
+
+
+def _layouts(m):
+    """The matrix ``m`` C-ordered, Fortran-ordered and as a strided view (every other column
+    of a wider array): what the BLAS/LAPACK calls take as they are, transposed, or copied."""
+    wide = np.zeros(m.shape[:-1] + (2 * m.shape[-1],), m.dtype)
+    wide[..., ::2] = m
+    return {"C": np.ascontiguousarray(m), "F": np.asfortranarray(m), "strided": wide[..., ::2]}
+
+
+PRODUCT_TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
+
+
+@pytest.mark.parametrize("dtype", list(PRODUCT_TOL), ids=lambda d: d.__name__)
+def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypatch):
+    # (72 x 80) @ (80 x 64): 368 640 multiply-adds, above GEMM_MIN_WORK
+    rng = np.random.default_rng(9)
+    a, b = (rng.standard_normal(s) * (1 + 1j if np.dtype(dtype).kind == "c" else 1)
+            for s in [(72, 80), (80, 64)])
+    a, b = a.astype(dtype), b.astype(dtype)
+    assert 72 * 80 * 64 >= cpu_linalg.GEMM_MIN_WORK
+    calls = []
+    real = cpu_linalg._blas
+    monkeypatch.setattr(cpu_linalg, "_blas", lambda name, x: calls.append(name) or real(name, x))
+    want = a.astype(np.complex128) @ b.astype(np.complex128)
+    for (ka, xa), (kb, xb) in [(p, q) for p in _layouts(a).items() for q in _layouts(b).items()]:
+        got = cpu_linalg.matmul(xa, xb)
+        assert got.dtype == dtype and got.shape == (72, 64) and got.flags.c_contiguous, (ka, kb)
+        np.testing.assert_allclose(got, want, rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100,
+                                   err_msg=f"{ka} @ {kb}")
+    assert calls == ["gemm"] * 9
+    # the same product through the tensor, forward and backward (the gradients' operands
+    # are transposed views)
+    tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100)
+    if np.dtype(dtype).kind == "f":
+        ta, tb = (ember.from_numpy(x).autodiff().require_grad() for x in (a, b))
+        out = ta @ tb
+        back = out.sum().backward()
+        np.testing.assert_allclose(out.numpy(), want.real, **tol)
+        ones = np.ones((72, 64), dtype)
+        np.testing.assert_allclose(ta.grad(back).numpy(), ones @ b.T, **tol)
+        np.testing.assert_allclose(tb.grad(back).numpy(), a.T @ ones, **tol)
+        assert calls.count("gemm") >= 9 + 3
+    # and in a compiled step's replay
+    product = ember.compile(lambda x, y: x @ y)
+    for _ in range(3):
+        calls.clear()
+        np.testing.assert_allclose(product(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
+        assert calls == ["gemm"]
+    # without SciPy's BLAS loaded, numpy's matmul serves the product (no SciPy import)
+    calls.clear()
+    monkeypatch.delitem(sys.modules, "scipy.linalg.blas")
+    np.testing.assert_allclose(cpu_linalg.matmul(a, b), want, **tol)
+    assert calls == [] and "scipy.linalg.blas" not in sys.modules
+
+
+@pytest.mark.parametrize("batch", [(), (3,)], ids=["single", "batch3"])
+def test_triangular_solves_take_any_layout(batch):
+    rng = np.random.default_rng(10)
+    for upper, unit in [(False, False), (True, False), (False, True), (True, True)]:
+        a = tri(rng, batch, 40, np.float64, upper)
+        b = rhs(rng, batch, 40, np.float64, k=7)
+        want = per_matrix(lambda x, y: sl.solve_triangular(x, y, lower=not upper, unit_diagonal=unit),
+                          a, b)
+        for (ka, xa), (kb, xb) in [(p, q) for p in _layouts(a).items() for q in _layouts(b).items()]:
+            if batch:   # a batch of transposed matrices: each one a Fortran array
+                xa, xb = (np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+                          if k == "F" else x for k, x in [(ka, xa), (kb, xb)])
+            got = cpu_linalg.triangular_solve(None, xa, xb, upper=upper, unitriangular=unit)
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10,
+                                       err_msg=f"upper={upper} unit={unit} a {ka}, b {kb}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: d.__name__)
+def test_one_matrix_svd_and_qr_take_any_layout(dtype):
+    # one matrix's QR goes to geqrf + orgqr directly: every layout, wide and tall, every
+    # mode, against numpy (and the SVD, numpy's, alongside)
+    rng = np.random.default_rng(11)
+    tol = dict(atol=PRODUCT_TOL[dtype] * 100)
+    for shape in [(7, 4), (4, 7), (5, 5), (1, 3), (3, 1)]:
+        a = rng.standard_normal(shape).astype(dtype)
+        for kind, x in _layouts(a).items():
+            t = ember.from_numpy(x)
+            for mode in ("reduced", "complete"):
+                q, r = LA.qr(t, mode=mode)
+                nq, nr = np.linalg.qr(a, mode=mode)
+                assert q.shape == nq.shape and r.shape == nr.shape, (shape, kind, mode)
+                np.testing.assert_allclose((q @ r).numpy(), a, **tol, err_msg=f"{shape} {kind} {mode}")
+                np.testing.assert_allclose(np.abs(q.numpy()), np.abs(nq), **tol)
+                np.testing.assert_allclose(np.abs(r.numpy()), np.abs(nr), **tol)
+            np.testing.assert_allclose(np.abs(LA.qr(t, mode="r")[1].numpy()), np.abs(np.linalg.qr(a, mode="r")), **tol)
+            for full in (True, False):
+                u, sv, vh = LA.svd(t, full_matrices=full)
+                nu, ns, nvh = np.linalg.svd(a, full_matrices=full)
+                assert u.shape == nu.shape and vh.shape == nvh.shape, (shape, kind, full)
+                k = len(ns)
+                np.testing.assert_allclose(sv.numpy(), ns, **tol)
+                np.testing.assert_allclose(((u.numpy()[:, :k] * sv.numpy()) @ vh.numpy()[:k]), a, **tol,
+                                           err_msg=f"{shape} {kind} full={full}")
+                for w in (u.numpy(), vh.numpy().conj().T):   # orthonormal columns
+                    np.testing.assert_allclose(w.conj().T @ w, np.eye(w.shape[1]), **tol)
+            np.testing.assert_allclose(LA.svdvals(t).numpy(), np.linalg.svd(a, compute_uv=False), **tol)
 
 
 def test_decompositions_reconstruct_their_input():

@@ -6,7 +6,7 @@ and ``from_numpy`` is zero-copy.  Every computation goes to a launcher of this p
 ``quant``, ``fused``), which runs the kernels of ``ember.kernels.cpu`` (or LAPACK and
 pocketfft through SciPy: ``linalg``, ``fft``); matmul calls BLAS through
 ``np.matmul`` (numpy's bundled OpenBLAS: Numba's own ``np.dot`` would need SciPy, and a
-hand-written loop reaches a third of BLAS).  Outputs come from the caching pool
+hand-written loop reaches a third of BLAS), or SciPy's once that is loaded (``linalg.matmul``).  Outputs come from the caching pool
 (``ember.memory``).
 """
 import functools
@@ -110,7 +110,7 @@ _TABLE = check_table("CpuBackend", {
     Op.CUMPROD: lambda op, x, *, axis, dtype: scan.scan("mul", x, axis, dtype.np),
     Op.SOFTMAX: lambda op, x, *, axis, dtype: softmax.softmax(x, axis),
     Op.LOG_SOFTMAX: lambda op, x, *, axis, dtype: softmax.softmax(x, axis, log=True),
-    Op.MATMUL: lambda op, a, b, dtype=None: np.asarray(np.matmul(a, b)),
+    Op.MATMUL: lambda op, a, b, dtype=None: linalg.matmul(a, b),
     Op.SORT: lambda op, x, *, axis, descending: sort.sort(x, axis, descending),
     Op.TOPK: lambda op, x, *, k, axis, largest: sort.topk(x, k, axis, largest),
     Op.SEARCHSORTED: lambda op, seq, values, *, right, dtype=None: sort.searchsorted(seq, values,
@@ -170,7 +170,8 @@ class CpuBackend(Backend):
         if op is Op.SLICE:
             return operator.itemgetter(params["index"])
         if op is Op.MATMUL and isinstance(out, np.ndarray) and out.ndim:
-            return np.matmul
+            small = out.size * inputs[0].shape[-1] < linalg.GEMM_MIN_WORK
+            return np.matmul if small else linalg.matmul
         if op is Op.FUSED:
             return fused.bind(**params)
         if op in ELEMENTWISE:

@@ -11,11 +11,15 @@ Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
   SciPy loop runs again to name the matrix and the minor in the error;
 - det, slogdet, eigh, svd and qr: numpy's gufuncs, batched or not;
 - a batch of ``SMALL_MIN_BATCH`` or more matrices of order <= ``SMALL_N``: the Numba kernels of
-  ``kernels/cpu/linalg.py`` (one compiled call for the whole batch).
+  ``kernels/cpu/linalg.py`` (one compiled call for the whole batch);
+- matmul: ``np.matmul`` (numpy's OpenBLAS), except a large 2-D product once SciPy's BLAS is
+  loaded, which runs in SciPy's ``gemm`` (``matmul`` says why).
 
 SciPy is imported on the first call that needs it, never by ``import ember``.
 """
+import functools
 import math
+import sys
 
 import numpy as np
 
@@ -37,8 +41,49 @@ def _lapack(name, a):
 
 
 def _blas(name, a):
+    return _blas_for(name, a.dtype.char)
+
+
+@functools.cache
+def _blas_for(name, char):
     from scipy.linalg import blas
-    return blas.get_blas_funcs(name, (a,))
+    return blas.get_blas_funcs(name, dtype=np.dtype(char))
+
+
+# OpenBLAS runs a gemm of fewer multiply-adds than this on the calling thread alone (65536 times
+# its GEMM_MULTITHREAD_THRESHOLD, 4): below it neither pool's workers wake
+GEMM_MIN_WORK = 1 << 18
+
+
+def matmul(a, b):
+    """``a @ b``.  numpy and SciPy each bundle an OpenBLAS with its own thread pool, and a pool's
+    workers spin for ~0.1 s after each call (OpenBLAS's thread timeout, 2^28 cycles) before they
+    sleep.  A numpy product between two SciPy factorisations or solves ran at a third to a half
+    of its speed, the cores taken by the other pool's spinning worker, and the solve after it
+    the same.  So once SciPy's BLAS is loaded (by ``ember.linalg``, or by the user's own SciPy),
+    a 2-D product that OpenBLAS would multithread runs in SciPy's ``gemm``: a linear-algebra
+    workload then uses one pool.  Before that, importing SciPy (~140 ms) for a product would
+    cost more than it saves."""
+    blas = sys.modules.get("scipy.linalg.blas")
+    if (blas is not None and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
+            and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
+        # C = A B as C^T = B^T A^T: the Fortran-ordered result read back transposed is C in
+        # C order, and neither operand is copied
+        x, x_holds_bt = _fortran(b)
+        y, y_holds_at = _fortran(a)
+        gemm = _blas("gemm", a)
+        return gemm(1.0, x, y, trans_a=int(not x_holds_bt), trans_b=int(not y_holds_at)).T
+    return np.asarray(np.matmul(a, b))
+
+
+def _fortran(m):
+    """A Fortran-ordered array for the matrix ``m`` and whether it holds ``m``'s transpose:
+    a C-contiguous matrix's ``.T`` is one, so LAPACK and BLAS take it without a copy."""
+    if m.flags.f_contiguous:
+        return m, False
+    if m.flags.c_contiguous:
+        return m.T, True
+    return np.asfortranarray(m), False
 
 
 def _small(a):
@@ -161,13 +206,16 @@ def inv(op, a):
         except np.linalg.LinAlgError:
             pass
     getrf, getri = _lapack("getrf", a), _lapack("getri", a)
+    # getri's default workspace (n) leaves it unblocked: twice the time of the blocked one
+    lwork, info = _lapack("getri_lwork", a)(n)
+    lwork = max(n, int(1.01 * lwork.real))
     out = None if not batch else np.empty(a.shape, a.dtype)
     for idx in np.ndindex(batch):
         # inv(a.T) = inv(a).T: factor the Fortran view a.T, invert in place, read back
         lu, piv, info = getrf(a[idx].T, overwrite_a=0)
         if info > 0:
             raise LinAlgError(f"linalg.inv: {_singular(info)}{where(batch, idx)}")
-        x, info = getri(lu, piv, overwrite_lu=1)
+        x, info = getri(lu, piv, lwork=lwork, overwrite_lu=1)
         if not batch:
             return x.T
         out[idx] = x.T
@@ -186,14 +234,24 @@ def triangular_solve(op, a, b, *, upper, unitriangular):
     trsm = _blas("trsm", a)
     out = None if not batch else np.empty(b.shape, b.dtype)
     for idx in np.ndindex(batch):
-        # trsm with the Fortran view a.T, transposed: solves a x = b; a's upper triangle is
-        # a.T's lower one.  BLAS does not test for a zero pivot (inf/NaN, as torch)
-        x = trsm(1.0, a[idx].T, b[idx], side=0, lower=int(upper), trans_a=1,
-                 diag=int(unitriangular))
+        x = _trsm(trsm, a[idx], b[idx], upper, unitriangular)
         if not batch:
             return x
         out[idx] = x
     return out
+
+
+def _trsm(trsm, a, b, upper, unit):
+    """X with ``a X = b`` for one triangular ``a``, by BLAS ``trsm`` (which does not test for a
+    zero pivot: inf/NaN, as torch), giving it each matrix as a Fortran array that holds the
+    matrix or its transpose, so only ``b`` is copied (into the result)."""
+    fa, holds_at = _fortran(a)
+    fb, holds_bt = _fortran(b)
+    lower = int(upper) if holds_at else int(not upper)   # a's triangle, as fa stores it
+    if not holds_bt:   # a x = b, op(fa) = a
+        return trsm(1.0, fa, fb, side=0, lower=lower, trans_a=int(holds_at), diag=int(unit))
+    # fb holds b^T: x^T a^T = b^T, op(fa) = a^T; the Fortran result holds x^T
+    return trsm(1.0, fa, fb, side=1, lower=lower, trans_a=int(not holds_at), diag=int(unit)).T
 
 
 def det(op, a):
@@ -227,10 +285,37 @@ def svd(op, a, *, full_matrices, vectors):
 
 
 def qr(op, a, *, mode):
+    if a.ndim == 2 and a.size:
+        return _qr_one(a, mode)
     if mode == "r":
         return np.asarray(np.linalg.qr(a, mode="r"))
     q, r = np.linalg.qr(a, mode=mode)
     return _pack([q, r], batch_of(a))
+
+
+# the workspace per column of geqrf/orgqr: blocked code needs (columns x block), LAPACK's block
+# for both is 32
+QR_WORK_PER_COLUMN = 64
+
+
+def _qr_one(a, mode):
+    """One matrix by ``geqrf`` and ``orgqr``/``ungqr``, as numpy, given blocked workspaces
+    (numpy's gufunc took 21-34 ms on 512 x 512 float64 against 16-27 ms here)."""
+    m, n = a.shape
+    k = min(m, n)
+    qr, tau, _, info = _lapack("geqrf", a)(a, lwork=QR_WORK_PER_COLUMN * n, overwrite_a=0)
+    r = np.triu(qr if mode == "complete" else qr[:k])
+    if mode == "r":
+        return r
+    if mode == "complete" and m > n:   # Q is m x m: the reflectors in its first n columns
+        full = np.zeros((m, m), a.dtype, order="F")
+        full[:, :n] = qr
+        qr = full
+    else:              # reduced: k columns; complete with m <= n: m == k
+        qr = qr[:, :k]
+    orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a)
+    q, _, info = orgqr(qr, tau, lwork=QR_WORK_PER_COLUMN * qr.shape[1], overwrite_a=1)
+    return _pack([q, r], ())
 
 
 def pinv(op, a, *, atol, rtol, hermitian):
