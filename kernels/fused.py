@@ -260,8 +260,8 @@ def _strided(key):
     driver = [f"def strided({', '.join(params)}):",
               "    nd = shape.shape[0]",
               "    inner = shape[nd - 1]",
-              "    rows = 1",
-              "    for d in range(nd - 1):",
+              "    rows = int64(1)",   # (a literal 1 reached TASK as Literal[int](1) in the
+              "    for d in range(nd - 1):",   # parallel driver: a second compile of TASK)
               "        rows *= shape[d]",
               "    per_row = (inner + CHUNK - 1) // CHUNK",
               "    per_task = max(1, CHUNK // max(inner, 1)) if per_row == 1 else 1",
