@@ -200,19 +200,19 @@ PRODUCT_TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.compl
 
 @pytest.mark.parametrize("dtype", list(PRODUCT_TOL), ids=lambda d: d.__name__)
 def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypatch):
-    # (72 x 80) @ (80 x 64): 368 640 multiply-adds, above GEMM_MIN_WORK
+    # (144 x 160) @ (160 x 96): 2 211 840 multiply-adds, above GEMM_MIN_WORK
     rng = np.random.default_rng(9)
     a, b = (rng.standard_normal(s) * (1 + 1j if np.dtype(dtype).kind == "c" else 1)
-            for s in [(72, 80), (80, 64)])
+            for s in [(144, 160), (160, 96)])
     a, b = a.astype(dtype), b.astype(dtype)
-    assert 72 * 80 * 64 >= cpu_linalg.GEMM_MIN_WORK
+    assert 144 * 160 * 96 >= cpu_linalg.GEMM_MIN_WORK
     calls = []
     real = cpu_linalg._blas
     monkeypatch.setattr(cpu_linalg, "_blas", lambda name, x: calls.append(name) or real(name, x))
     want = a.astype(np.complex128) @ b.astype(np.complex128)
     for (ka, xa), (kb, xb) in [(p, q) for p in _layouts(a).items() for q in _layouts(b).items()]:
         got = cpu_linalg.matmul(xa, xb)
-        assert got.dtype == dtype and got.shape == (72, 64) and got.flags.c_contiguous, (ka, kb)
+        assert got.dtype == dtype and got.shape == (144, 96) and got.flags.c_contiguous, (ka, kb)
         np.testing.assert_allclose(got, want, rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100,
                                    err_msg=f"{ka} @ {kb}")
     assert calls == ["gemm"] * 9
@@ -224,7 +224,7 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
         out = ta @ tb
         back = out.sum().backward()
         np.testing.assert_allclose(out.numpy(), want.real, **tol)
-        ones = np.ones((72, 64), dtype)
+        ones = np.ones((144, 96), dtype)
         np.testing.assert_allclose(ta.grad(back).numpy(), ones @ b.T, **tol)
         np.testing.assert_allclose(tb.grad(back).numpy(), a.T @ ones, **tol)
         assert calls.count("gemm") >= 9 + 3

@@ -50,9 +50,11 @@ def _blas_for(name, char):
     return blas.get_blas_funcs(name, dtype=np.dtype(char))
 
 
-# OpenBLAS runs a gemm of fewer multiply-adds than this on the calling thread alone (65536 times
-# its GEMM_MULTITHREAD_THRESHOLD, 4): below it neither pool's workers wake
-GEMM_MIN_WORK = 1 << 18
+# products of at least this many multiply-adds go to SciPy's gemm once SciPy is loaded: SciPy's
+# wrapper costs ~3 us more per call than np.matmul (128 x 64 x 64: 26.5 us against 24), ~5 %
+# of a product this size.  (OpenBLAS multithreads from 2^18, 65536 times its
+# GEMM_MULTITHREAD_THRESHOLD: between the two a product still wakes numpy's pool.)
+GEMM_MIN_WORK = 1 << 21
 
 
 def matmul(a, b):
