@@ -237,8 +237,13 @@ def _matmul(s, g):
     return ga, gb
 
 
+# The backward's gathers and scatters read indices that their forward op already checked
+# (dispatch.check_index_range) or made (sort): they apply the IR op directly, without taking
+# the indices' minimum and maximum again (two reductions and a read eagerly, three launches and
+# a check in each replay of a compiled step)
 def _scatter_back(s, g, index):
-    return _zeros(s.shapes[0], g).scatter(s.params["axis"], index, g, reduce="add")
+    return dispatch.apply(Op.SCATTER, _zeros(s.shapes[0], g), index, g, axis=s.params["axis"],
+                          reduce="add")
 
 
 def _sorted(s, g):
@@ -254,8 +259,9 @@ def _scatter(s, g):
     if s.params["reduce"] == "add":
         gx = g
     else:  # assigned entries take no gradient from the original tensor
-        gx = _if(s.parents[0], lambda: g.scatter(axis, index, 0, reduce="assign"))
-    return gx, None, _if(s.parents[2], lambda: g.gather(axis, index))
+        gx = _if(s.parents[0], lambda: dispatch.apply(Op.SCATTER, g, index, _zeros(index.shape, g),
+                                                      axis=axis, reduce="assign"))
+    return gx, None, _if(s.parents[2], lambda: dispatch.apply(Op.GATHER, g, index, axis=axis))
 
 
 def _index_select(s, g):

@@ -29,6 +29,7 @@ from .. import dispatch
 from .. import dtypes as dt
 from .. import random as _random
 from ..creation import cat, from_numpy, full
+from ..ir import Op
 from ..tensor import Tensor
 
 __all__ = [
@@ -473,9 +474,12 @@ def _nll(name, logp, target, weight, ignore_index):
     ignored = target == ignore_index
     safe = target.mask_fill(ignored, 0)
     _check_range(name, "target class", safe, classes)
-    loss = -logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    # (checked once, above: the gather and index_select ops take the classes as they are)
+    loss = -dispatch.apply(Op.GATHER, logp, safe.unsqueeze(class_dim), axis=class_dim).squeeze(
+        class_dim)
     if weight is not None:
-        picked = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape).mask_fill(ignored, 0)
+        picked = dispatch.apply(Op.INDEX_SELECT, weight, safe.reshape(-1), axis=0)
+        picked = picked.reshape(safe.shape).mask_fill(ignored, 0)
         loss = loss * picked
         count = picked.sum()
     else:

@@ -273,6 +273,36 @@ def test_cross_entropy_matches_numpy(kw, shape):
                                rtol=1e-12, atol=1e-14)
 
 
+def test_indices_are_checked_once_forward_and_not_again_backward(monkeypatch):
+    # cross_entropy checks its targets; its gather and index_select, and the backward's
+    # scatters of every indexing op, read indices already checked: no second min/max pass
+    from ember import dispatch
+    checks = []
+    real = dispatch.check_index_range
+    monkeypatch.setattr(dispatch, "check_index_range",
+                        lambda name, *a, **k: checks.append(name) or real(name, *a, **k))
+    rng = np.random.default_rng(12)
+    x = ember.tensor(rng.standard_normal((6, 4))).autodiff().require_grad()
+    target = idx(rng.integers(0, 4, 6))
+    for weight in (None, t64(rng.uniform(0.5, 2, 4))):
+        checks.clear()
+        loss = F.cross_entropy(x, target, weight)
+        grad = x.grad(loss.backward())
+        assert checks == ["cross_entropy"], checks
+        assert np.isfinite(grad.numpy()).all()
+    index = idx(rng.integers(0, 6, (3, 4)))
+    for name, fwd in [("gather", lambda: x.gather(0, index)),
+                      ("scatter", lambda: x.scatter(0, index[:1], x[:1] * 2)),
+                      ("index_select", lambda: x.index_select(0, idx([5, 0, 5])))]:
+        checks.clear()
+        out = fwd()
+        grad = x.grad((out * out).sum().backward())
+        assert checks == [name], (name, checks)
+        assert grad.shape == x.shape
+    with pytest.raises(IndexError, match="cross_entropy: target class 4 is out of range"):
+        F.cross_entropy(x, idx([0, 1, 2, 3, 4, 0]))
+
+
 def test_cross_entropy_probabilities_nll_and_mse():
     rng = np.random.default_rng(8)
     logits = rng.standard_normal((4, 3))
