@@ -6,8 +6,8 @@ and ``from_numpy`` is zero-copy.  Every computation goes to a launcher of this p
 ``quant``, ``fused``), which runs the kernels of ``ember.kernels.cpu`` (or LAPACK and
 pocketfft through SciPy: ``linalg``, ``fft``); matmul calls BLAS through
 ``np.matmul`` (numpy's bundled OpenBLAS: Numba's own ``np.dot`` would need SciPy, and a
-hand-written loop reaches a third of BLAS), or SciPy's once that is loaded (``linalg.matmul``).  Outputs come from the caching pool
-(``ember.memory``).
+hand-written loop reaches a third of BLAS), or a large one through SciPy's once SciPy is
+loaded (``linalg.matmul``).  Outputs come from the caching pool (``ember.memory``).
 """
 import functools
 import math

@@ -63,9 +63,9 @@ def matmul(a, b):
     sleep.  A numpy product between two SciPy factorisations or solves ran at a third to a half
     of its speed, the cores taken by the other pool's spinning worker, and the solve after it
     the same.  So once SciPy's BLAS is loaded (by ``ember.linalg``, or by the user's own SciPy),
-    a 2-D product that OpenBLAS would multithread runs in SciPy's ``gemm``: a linear-algebra
-    workload then uses one pool.  Before that, importing SciPy (~140 ms) for a product would
-    cost more than it saves."""
+    a 2-D product of at least ``GEMM_MIN_WORK`` multiply-adds runs in SciPy's ``gemm``: a
+    linear-algebra workload then does its large BLAS calls in one pool.  Before that,
+    importing SciPy (~140 ms) for a product would cost more than it saves."""
     blas = sys.modules.get("scipy.linalg.blas")
     if (blas is not None and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
             and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
@@ -305,7 +305,7 @@ def _qr_one(a, mode):
     (numpy's gufunc took 21-34 ms on 512 x 512 float64 against 16-27 ms here)."""
     m, n = a.shape
     k = min(m, n)
-    qr, tau, _, info = _lapack("geqrf", a)(a, lwork=QR_WORK_PER_COLUMN * n, overwrite_a=0)
+    qr, tau, _, _ = _lapack("geqrf", a)(a, lwork=QR_WORK_PER_COLUMN * n, overwrite_a=0)
     r = np.triu(qr if mode == "complete" else qr[:k])
     if mode == "r":
         return r
@@ -316,7 +316,7 @@ def _qr_one(a, mode):
     else:              # reduced: k columns; complete with m <= n: m == k
         qr = qr[:, :k]
     orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a)
-    q, _, info = orgqr(qr, tau, lwork=QR_WORK_PER_COLUMN * qr.shape[1], overwrite_a=1)
+    q, _, _ = orgqr(qr, tau, lwork=QR_WORK_PER_COLUMN * qr.shape[1], overwrite_a=1)
     return _pack([q, r], ())
 
 
