@@ -216,6 +216,12 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
         np.testing.assert_allclose(got, want, rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100,
                                    err_msg=f"{ka} @ {kb}")
     assert calls == ["gemm"] * 9
+    # every product OpenBLAS multithreads (from 64^3 = 2^18) goes to the same pool: a limit
+    # above it once left the 784-512-10 MLP's middle-sized products on numpy's pool
+    calls.clear()
+    small = np.ones((64, 64), dtype)
+    np.testing.assert_allclose(cpu_linalg.matmul(small, small), small @ small)
+    assert calls == ["gemm"]
     # the same product through the tensor, forward and backward (the gradients' operands
     # are transposed views)
     tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100)

@@ -50,11 +50,12 @@ def _blas_for(name, char):
     return blas.get_blas_funcs(name, dtype=np.dtype(char))
 
 
-# products of at least this many multiply-adds go to SciPy's gemm once SciPy is loaded: SciPy's
-# wrapper costs ~3 us more per call than np.matmul (128 x 64 x 64: 26.5 us against 24), ~5 %
-# of a product this size.  (OpenBLAS multithreads from 2^18, 65536 times its
-# GEMM_MULTITHREAD_THRESHOLD: between the two a product still wakes numpy's pool.)
-GEMM_MIN_WORK = 1 << 21
+# OpenBLAS multithreads a gemm from this many multiply-adds (65536 times its
+# GEMM_MULTITHREAD_THRESHOLD, 4), and every product that wakes a pool must go to the same one:
+# with the limit at 2^21 (to spare small products SciPy's ~3 us of f2py wrapper), the 784-512-10
+# MLP step's products between 2^18 and 2^21 woke numpy's pool while the larger ones used
+# SciPy's, and the step went from 3.6 to 8-11 ms
+GEMM_MIN_WORK = 1 << 18
 
 
 def matmul(a, b):
