@@ -233,7 +233,7 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
         ones = np.ones((144, 96), dtype)
         np.testing.assert_allclose(ta.grad(back).numpy(), ones @ b.T, **tol)
         np.testing.assert_allclose(tb.grad(back).numpy(), a.T @ ones, **tol)
-        assert calls.count("gemm") >= 9 + 3
+        assert calls.count("gemm") >= 1 + 3   # the 64^3 product, then forward and backward
     # and in a compiled step's replay
     product = ember.compile(lambda x, y: x @ y)
     for _ in range(3):
