@@ -65,8 +65,10 @@ def matmul(a, b):
     of its speed, the cores taken by the other pool's spinning worker, and the solve after it
     the same.  So once SciPy's BLAS is loaded (by ``ember.linalg``, or by the user's own SciPy),
     a 2-D product of at least ``GEMM_MIN_WORK`` multiply-adds runs in SciPy's ``gemm``: a
-    linear-algebra workload then does its large BLAS calls in one pool.  Before that,
-    importing SciPy (~140 ms) for a product would cost more than it saves."""
+    linear-algebra workload then does its large BLAS calls in one pool.  In practice Numba
+    loads SciPy's BLAS itself (its CPU target's ``np.linalg`` support) by the first kernel
+    Ember runs; before that, importing SciPy (~140 ms) for a product would cost more than it
+    saves."""
     blas = sys.modules.get("scipy.linalg.blas")
     if (blas is not None and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
             and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
