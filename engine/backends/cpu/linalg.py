@@ -17,7 +17,6 @@ Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
 
 SciPy is imported on the first call that needs it, never by ``import ember``.
 """
-import functools
 import math
 import sys
 
@@ -41,13 +40,8 @@ def _lapack(name, a):
 
 
 def _blas(name, a):
-    return _blas_for(name, a.dtype.char)
-
-
-@functools.cache
-def _blas_for(name, char):
     from scipy.linalg import blas
-    return blas.get_blas_funcs(name, dtype=np.dtype(char))
+    return blas.get_blas_funcs(name, (a,))
 
 
 # OpenBLAS multithreads a gemm from this many multiply-adds (65536 times its
@@ -63,12 +57,11 @@ def matmul(a, b):
     workers spin for ~0.1 s after each call (OpenBLAS's thread timeout, 2^28 cycles) before they
     sleep.  A numpy product between two SciPy factorisations or solves ran at a third to a half
     of its speed, the cores taken by the other pool's spinning worker, and the solve after it
-    the same.  So once SciPy's BLAS is loaded (by ``ember.linalg``, or by the user's own SciPy),
-    a 2-D product of at least ``GEMM_MIN_WORK`` multiply-adds runs in SciPy's ``gemm``: a
-    linear-algebra workload then does its large BLAS calls in one pool.  In practice Numba
-    loads SciPy's BLAS itself (its CPU target's ``np.linalg`` support) by the first kernel
-    Ember runs; before that, importing SciPy (~140 ms) for a product would cost more than it
-    saves."""
+    the same.  So once SciPy's BLAS is loaded (Numba loads it, for its own ``np.linalg``
+    support, by the first kernel Ember runs), a 2-D product of at least ``GEMM_MIN_WORK``
+    multiply-adds runs in SciPy's ``gemm``: a linear-algebra workload then does its large BLAS
+    calls in one pool.  Before that, importing SciPy (~140 ms) for a product would cost more
+    than it saves."""
     blas = sys.modules.get("scipy.linalg.blas")
     if (blas is not None and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
             and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
@@ -212,7 +205,7 @@ def inv(op, a):
             pass
     getrf, getri = _lapack("getrf", a), _lapack("getri", a)
     # getri's default workspace (n) leaves it unblocked: twice the time of the blocked one
-    lwork, info = _lapack("getri_lwork", a)(n)
+    lwork, _ = _lapack("getri_lwork", a)(n)
     lwork = max(n, int(1.01 * lwork.real))
     out = None if not batch else np.empty(a.shape, a.dtype)
     for idx in np.ndindex(batch):
