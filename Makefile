@@ -38,12 +38,12 @@ test-fuzz: $(STAMP)
 # The array API standard's conformance suite (data-apis/array-api-tests, pinned, read-only)
 # against ember.array_api: revision 2024.12 with the linalg and fft extensions, in two pytest
 # runs: every module with the complex dtypes, then the modules where a complex gap remains
-# ($(ARRAY_API_REAL_ONLY): ember.linalg is real-only and the sort under unique_* has no
-# complex order; docs/decisions.md) with the real dtypes only.
+# ($(ARRAY_API_REAL_ONLY): the sort under unique_* has no complex order; docs/decisions.md)
+# with the real dtypes only.
 # Every skip is in $(ARRAY_API_SKIPS), with its reason.
 ARRAY_API_TESTS ?= ../shared/array-api-tests
 ARRAY_API_SKIPS := $(CURDIR)/tests/array_api/skips.txt
-ARRAY_API_REAL_ONLY := array_api_tests/test_linalg.py array_api_tests/test_set_functions.py
+ARRAY_API_REAL_ONLY := array_api_tests/test_set_functions.py
 # $(call ARRAY_API_PYTEST,<dtypes to skip>)
 ARRAY_API_PYTEST = cd $(ARRAY_API_TESTS) && \
 	ARRAY_API_TESTS_MODULE=ember.array_api ARRAY_API_TESTS_VERSION=2024.12 \

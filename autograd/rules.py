@@ -373,8 +373,10 @@ def _irfft(s, g):
 # Multi-output ops return their outputs packed in one tensor (engine/backends/shared.py):
 # the rules unpack the saved result and the packed gradient.  A gradient part that is exactly
 # zero (an output the loss does not use) is skipped: that is torch's "undefined gradient".
-def _mT(x):
-    return x.transpose(-2, -1)
+# The formulas are written for complex matrices, with conjugate transposes (``_mH``), which
+# are the real formulas for real ones (a real tensor's ``conj`` is itself: no launch).
+def _mH(x):
+    return x.transpose(-2, -1).conj()
 
 
 def _la():
@@ -399,65 +401,82 @@ def _off_diagonal_ratio(num, den):
     return (num / den.mask_fill(diag, 1)).mask_fill(diag | (num == 0), 0)
 
 
+def _check_phase(name, what, imag_diag):
+    """torch's test that a loss does not depend on the phase of complex eigen- or singular
+    vectors (each is defined up to a factor e^{i phi}): the imaginary diagonal of V^H gV
+    (for svd: U^H gU + V^H gV) must vanish, to torch's lax tolerance."""
+    if not bool((imag_diag.abs() <= 1e-2).all().item()):
+        raise RuntimeError(f"linalg.{name}: the {what} of a complex matrix are defined up to a "
+                           f"factor e^(i phi) each, and the loss depends on that phase, so its "
+                           f"gradient is not defined (use a phase-free function of them, as "
+                           f"torch requires)")
+
+
 def _cholesky_grad(s, g):
-    # gA = L^-T Phi L^-1, Phi = the symmetric part of tril(L^T gL) (torch's cholesky_backward)
+    # gA = L^-H Phi L^-1, Phi = the Hermitian part of tril(L^H gL) (torch's cholesky_backward)
     L = s.out
     if s.params["upper"]:
-        L, g = _mT(L), _mT(g)
-    m = (_mT(L) @ g).tril()
-    phi = (m + _mT(m.tril(-1))) * 0.5
+        L, g = _mH(L), _mH(g)
+    m = (_mH(L) @ g).tril()
+    phi = (m + _mH(m.tril(-1))) * 0.5
     la = _la()
-    y = la.solve_triangular(_mT(L), phi, upper=True)
+    y = la.solve_triangular(_mH(L), phi, upper=True)
     return (la.solve_triangular(L, y, upper=False, left=False),)
 
 
 def _triangular_solve_grad(s, g):
     a, x = s.x[0], s.out
     upper, unit = s.params["upper"], s.params["unitriangular"]
-    gb = _la().solve_triangular(_mT(a), g, upper=not upper, unitriangular=unit)
+    gb = _la().solve_triangular(_mH(a), g, upper=not upper, unitriangular=unit)
     ga = None
     if s.parents[0]:
-        ga = -(gb @ _mT(x))   # only the triangle the solve read takes a gradient
+        ga = -(gb @ _mH(x))   # only the triangle the solve read takes a gradient
         ga = ga.triu(1 if unit else 0) if upper else ga.tril(-1 if unit else 0)
     return ga, gb if s.parents[1] else None
 
 
 def _solve_grad(s, g):
     a, x = s.x[0], s.out
-    gb = _la().solve(_mT(a), g)
-    return (-(gb @ _mT(x)) if s.parents[0] else None), (gb if s.parents[1] else None)
+    gb = _la().solve(_mH(a), g)
+    return (-(gb @ _mH(x)) if s.parents[0] else None), (gb if s.parents[1] else None)
 
 
 def _inv_grad(s, g):
     x = s.out   # d inv(A) = -X dA X
-    return (-(_mT(x) @ g @ _mT(x)),)
+    return (-(_mH(x) @ g @ _mH(x)),)
 
 
-def _adjugate_t(a):
-    """adj(A)^T = d det(A) / dA, also for singular A: det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh."""
+def _adjugate_h(a):
+    """adj(A)^H, the conjugate of d det(A) / dA, also for singular A:
+    conj(det(U) det(Vh)) U diag(prod_{j!=i} s_j) Vh."""
     la = _la()
     u, sv, vh = la.svd(a)
-    sign = la.det(u) * la.det(vh)
+    sign = (la.det(u) * la.det(vh)).conj()
     return (u * _others_product(sv, sv.ndim - 1).unsqueeze(-2)) @ vh * sign.unsqueeze(-1).unsqueeze(-1)
 
 
 def _det_grad(s, g):
     a, d = s.x[0], s.out
-    gd = (g * d).unsqueeze(-1).unsqueeze(-1)
+    gd = (g * d.conj()).unsqueeze(-1).unsqueeze(-1)
     if not _used(d == 0):
-        return (gd * _mT(_la().inv(a)),)
-    return (g.unsqueeze(-1).unsqueeze(-1) * _adjugate_t(a),)
+        return (gd * _mH(_la().inv(a)),)
+    return (g.unsqueeze(-1).unsqueeze(-1) * _adjugate_h(a),)
 
 
 def _slogdet_grad(s, g):
+    # gA = gl A^-H; a complex sign (det / |det|) turns with Im tr(A^-1 dA), which adds
+    # -i Im(conj(g_sign) sign) to gl (torch's slogdet_backward); a real sign is flat
     la = _la()
     a = s.x[0]
     sign, logabsdet = la._unpack(Op.SLOGDET, s.out, s.shapes[0], s.params)
-    gl = la._unpack(Op.SLOGDET, g, s.shapes[0], s.params)[1].unsqueeze(-1).unsqueeze(-1)
+    gsign, gl = la._unpack(Op.SLOGDET, g, s.shapes[0], s.params)
+    if sign.dtype.is_complex:
+        gl = gl - (gsign.conj() * sign).imag * 1j
+    gl = gl.unsqueeze(-1).unsqueeze(-1)
     if not _used(sign == 0):
-        return (gl * _mT(la.inv(a)),)
+        return (gl * _mH(la.inv(a)),)
     det = (sign * logabsdet.exp()).unsqueeze(-1).unsqueeze(-1)   # 0 where singular: +-inf, as torch
-    return (gl / det * _adjugate_t(a),)
+    return (gl / det.conj() * _adjugate_h(a),)
 
 
 def _eigh_grad(s, g):
@@ -468,9 +487,11 @@ def _eigh_grad(s, g):
     gw, gv = la._unpack(Op.EIGH, g, s.shapes[0], s.params)
     inner = _diag_embed(gw)
     if _used(gv):
-        m = _mT(v) @ gv
-        inner = inner + _off_diagonal_ratio((m - _mT(m)) * 0.5, w.unsqueeze(-2) - w.unsqueeze(-1))
-    return (v @ inner @ _mT(v),)
+        m = _mH(v) @ gv
+        if m.dtype.is_complex:
+            _check_phase("eigh", "eigenvectors", la.diagonal(m).imag)
+        inner = inner + _off_diagonal_ratio((m - _mH(m)) * 0.5, w.unsqueeze(-2) - w.unsqueeze(-1))
+    return (v @ inner @ _mH(v),)
 
 
 def _svd_grad(s, g):
@@ -486,33 +507,47 @@ def _svd_grad(s, g):
     ga = _diag_embed(gs)
     if has_u or has_v:
         s2 = sv * sv
-        num = None
+        num = uu = vv = None
         if has_u:
-            uu = _mT(u) @ gu
-            num = (uu - _mT(uu)) * sv.unsqueeze(-2)
+            uu = _mH(u) @ gu
+            uu = uu - _mH(uu)
+            num = uu * sv.unsqueeze(-2)
         if has_v:
-            vv = vh @ _mT(gvh)
-            term = sv.unsqueeze(-1) * (vv - _mT(vv))
+            vv = vh @ _mH(gvh)     # V^H gV, with V = Vh^H
+            vv = vv - _mH(vv)
+            term = sv.unsqueeze(-1) * vv
             num = term if num is None else num + term
+        if u.dtype.is_complex:
+            # the imaginary diagonals of the two skew parts must cancel (the phase test), and
+            # U^H gU's gives the diagonal term i Im(diag(U^H gU)) / S
+            im = sum(la.diagonal(x).imag for x in (uu, vv) if x is not None)
+            _check_phase("svd", "singular vectors", im * 0.5)
+            if has_u:
+                ga = ga + _diag_embed(la.diagonal(uu) / (sv * 2))
         ga = ga + _off_diagonal_ratio(num, s2.unsqueeze(-2) - s2.unsqueeze(-1))
     if m > n and has_u:
         ga = u @ ga
         gu_sinv = gu / sv.unsqueeze(-2)
-        ga = (ga + gu_sinv - u @ (_mT(u) @ gu_sinv)) @ vh
+        ga = (ga + gu_sinv - u @ (_mH(u) @ gu_sinv)) @ vh
     elif m < n and has_v:
         ga = ga @ vh
         sinv_gvh = gvh / sv.unsqueeze(-1)
-        ga = u @ (ga + sinv_gvh - (sinv_gvh @ _mT(vh)) @ vh)
+        ga = u @ (ga + sinv_gvh - (sinv_gvh @ _mH(vh)) @ vh)
     else:
         ga = u @ ga @ vh
     return (ga,)
 
 
 def _qr_tall(q, r, gq, gr):
-    # m >= n: gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q
-    mm = r @ _mT(gr) - _mT(gq) @ q
-    b = gq + q @ (mm.tril() + _mT(mm.tril(-1)))
-    return _la().solve_triangular(_mT(r), b, upper=False, left=False)
+    # m >= n: gA = (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q, copyltu(M) the Hermitian
+    # matrix of M's lower triangle; of a complex M only the diagonal's real part counts, as
+    # LAPACK's R has a real diagonal (derived in docs/decisions.md)
+    la = _la()
+    mm = r @ _mH(gr) - _mH(gq) @ q
+    sym = mm.tril() + _mH(mm.tril(-1))
+    if sym.dtype.is_complex:
+        sym = sym - _diag_embed(la.diagonal(mm).imag * 1j)
+    return la.solve_triangular(_mH(r), gq + q @ sym, upper=False, left=False)
 
 
 def _qr_grad(s, g):
@@ -534,17 +569,17 @@ def _qr_grad(s, g):
     from ember.creation import cat
     y = s.x[0][..., :, m:]
     gr_y = gr[..., :, m:]
-    gx = _qr_tall(q, r[..., :, :m], gq + y @ _mT(gr_y), gr[..., :, :m])
+    gx = _qr_tall(q, r[..., :, :m], gq + y @ _mH(gr_y), gr[..., :, :m])
     return (cat([gx, q @ gr_y], -1),)
 
 
 def _pinv_grad(s, g):
-    # gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A)  (torch's pinv_backward)
+    # gA = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)  (torch's pinv_backward)
     a, p = s.x[0], s.out
-    gt = _mT(g)
-    t = gt @ (p @ _mT(p))
-    u = (_mT(p) @ p) @ gt
-    return (-(_mT(p) @ g @ _mT(p)) + t - a @ (p @ t) + u - (u @ p) @ a,)
+    gt = _mH(g)
+    t = gt @ (p @ _mH(p))
+    u = (_mH(p) @ p) @ gt
+    return (-(_mH(p) @ g @ _mH(p)) + t - a @ (p @ t) + u - (u @ p) @ a,)
 
 
 OUT = "out"

@@ -159,18 +159,19 @@ class Op(enum.Enum):
     IRFFT = ("irfft", CPX)  # complex (n // 2 + 1 along the last of dims) -> real; param n
 
     # --- factorisations and solves of ember.linalg (engine/linalg.py): batched over leading
-    # dims; float kinds only (engine/linalg.py's SUPPORTED). A multi-output one returns one
-    # buffer of its outputs packed along a last dim (engine/backends/shared.py)
-    CHOLESKY = ("cholesky", FLT)                  # params: upper
-    TRIANGULAR_SOLVE = ("triangular_solve", FLT)  # (a, b): params upper, unitriangular
-    SOLVE = ("solve", FLT)                        # (a, b): LU with partial pivoting
-    INV = ("inv", FLT)                            # LU, then getri (CPU) / getrs with I (CUDA)
-    DET = ("det", FLT)
-    SLOGDET = ("slogdet", FLT)                    # packed (sign, logabsdet)
-    EIGH = ("eigh", FLT)                          # params lower, vectors: packed (w, v) or w
-    SVD = ("svd", FLT)                            # params full_matrices, vectors: (U, S, Vh) or S
-    QR = ("qr", FLT)                              # params mode: packed (Q, R), or R for "r"
-    PINV = ("pinv", FLT)                          # params atol, rtol, hermitian
+    # dims; float and complex kinds (engine/linalg.py's SUPPORTED). A multi-output one returns one
+    # buffer of its outputs packed along a last dim in their common dtype (a complex input's real
+    # eigen- and singular values and log|det| too: engine/backends/shared.py)
+    CHOLESKY = ("cholesky", FLTC)                  # params: upper
+    TRIANGULAR_SOLVE = ("triangular_solve", FLTC)  # (a, b): params upper, unitriangular
+    SOLVE = ("solve", FLTC)                        # (a, b): LU with partial pivoting
+    INV = ("inv", FLTC)                            # LU, then getri (CPU) / getrs with I (CUDA)
+    DET = ("det", FLTC)
+    SLOGDET = ("slogdet", FLTC)                    # packed (sign, logabsdet)
+    EIGH = ("eigh", FLTC)                          # params lower, vectors: packed (w, v) or w
+    SVD = ("svd", FLTC)                            # params full_matrices, vectors: (U, S, Vh) or S
+    QR = ("qr", FLTC)                              # params mode: packed (Q, R), or R for "r"
+    PINV = ("pinv", FLTC)                          # params atol, rtol, hermitian
     # --- layout (views where the backend can)
     RESHAPE = ("reshape",)
     PERMUTE = ("permute",)

@@ -29,8 +29,9 @@ __all__ = ["LinAlgError", "cholesky", "solve", "solve_triangular", "inv", "det",
            "eigh", "eigvalsh", "svd", "svdvals", "qr", "lstsq", "pinv", "matrix_norm",
            "vector_norm", "norm", "matrix_power", "matrix_rank", "cross", "vecdot", "diagonal"]
 
-# The dtypes the factorisations and norms take: the one check to widen for complex dtypes.
-SUPPORTED = (dt.float32, dt.float64)
+# The dtypes the factorisations and norms take.  A complex matrix's conjugate transpose plays
+# the real one's transpose (Hermitian for symmetric, unitary for orthogonal), as in torch
+SUPPORTED = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 
 
 class SlogdetResult(NamedTuple):
@@ -66,8 +67,8 @@ def _check_float(name, t):
     if not isinstance(t, Tensor):
         raise TypeError(f"linalg.{name}: expected a tensor, got {type(t).__name__}")
     if t._dtype not in SUPPORTED or t._dtype.quantized:
-        raise TypeError(f"linalg.{name}: expected a float32 or float64 tensor, got "
-                        f"{t._dtype.kind.name} ({t._dtype.name})")
+        raise TypeError(f"linalg.{name}: expected a float32, float64, complex64 or complex128 "
+                        f"tensor, got {t._dtype.kind.name} ({t._dtype.name})")
 
 
 def _check_matrix(name, a, square=False):
@@ -91,6 +92,12 @@ def _mT(x):
     return x.transpose(-2, -1)
 
 
+def _real_dtype(d):
+    """The dtype of a complex dtype's parts (a real one itself): of eigen- and singular values,
+    log|det|, norms."""
+    return dt.float64 if d is dt.complex128 else dt.float32 if d is dt.complex64 else d
+
+
 def _broadcast_batch(name, a, b):
     """``a`` (..., n, n) and ``b`` (..., n, k) expanded to one batch shape."""
     batch = dispatch.broadcast_shapes(f"linalg.{name}", a.shape[:-2], b.shape[:-2])
@@ -103,12 +110,21 @@ def _is_vector_rhs(a, b):
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
 
 
+# the outputs that are real for a complex input: eigh's w, svd's S, slogdet's logabsdet
+_REAL_PARTS = {Op.EIGH: (0,), Op.SVD: (1,), Op.SLOGDET: (1,)}
+
+
 def _unpack(op, packed, shape, params):
-    """The user-facing outputs of packed op result ``packed`` (views: slices + reshapes)."""
+    """The user-facing outputs of packed op result ``packed`` (views: slices + reshapes; of a
+    complex one, the real part of the outputs that are real)."""
     batch = tuple(shape[:-2])
     shapes = packed_shapes(op, shape, params)
     spans, _ = offsets(shapes)
-    return [packed[..., lo:hi].reshape(batch + s) for (lo, hi), s in zip(spans, shapes)]
+    parts = [packed[..., lo:hi].reshape(batch + s) for (lo, hi), s in zip(spans, shapes)]
+    if packed._dtype.kind is dt.Complex:
+        for i in _REAL_PARTS.get(op, ()):
+            parts[i] = parts[i].real
+    return parts
 
 
 def _default_rtol(a, atol, rtol):
@@ -210,7 +226,7 @@ def eigvalsh(A, UPLO="L"):
     lower = _uplo("eigvalsh", UPLO)
     if A.is_tracked():
         return eigh(A, UPLO).eigenvalues
-    return dispatch.apply(Op.EIGH, A, lower=lower, vectors=False)
+    return dispatch.apply(Op.EIGH, A, lower=lower, vectors=False, out_dtype=_real_dtype(A._dtype))
 
 
 def _check_driver(name, driver):
@@ -235,7 +251,8 @@ def svdvals(A, *, driver=None):
     _check_driver("svdvals", driver)
     if A.is_tracked():
         return svd(A, full_matrices=False).S
-    return dispatch.apply(Op.SVD, A, full_matrices=False, vectors=False)
+    return dispatch.apply(Op.SVD, A, full_matrices=False, vectors=False,
+                          out_dtype=_real_dtype(A._dtype))
 
 
 def qr(A, mode="reduced"):
@@ -285,7 +302,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     rtol = np.finfo(A._dtype.np).eps * max(m, n) if rcond is None else float(rcond)
     X = pinv(A, rtol=rtol) @ Bm
     from .creation import empty
-    nothing = empty((0,), dtype=A._dtype, device=A._device.base())
+    nothing = empty((0,), dtype=_real_dtype(A._dtype), device=A._device.base())
     drv = driver or "gelsy"            # torch's default on the CPU
     rank = nothing.cast(dt.int64)
     if drv != "gels":
@@ -293,7 +310,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     residuals = nothing
     # as torch: residuals when m > n, for every driver but gelsy, and only at full rank
     if m > n and drv != "gelsy" and (drv == "gels" or bool((rank == n).all())):
-        r = A @ X - Bm
+        r = (A @ X - Bm).abs()
         residuals = (r * r).sum(-2)
         residuals = residuals.squeeze(-1) if vector else residuals
     sv = svdvals(A.without_autodiff()) if driver in ("gelsd", "gelss") else nothing
@@ -353,11 +370,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         else:
             out = a.max(dims, keepdim) if ord > 0 else a.min(dims, keepdim)
     elif ord == 0:
-        out = (x != 0).cast(x._dtype).sum(dims, keepdim)
+        out = (x != 0).cast(a._dtype).sum(dims, keepdim)
     elif ord == 1:
         out = a.sum(dims, keepdim)
     elif ord == 2:
-        out = _safe_root((x * x).sum(dims, keepdim), 2)
+        out = _safe_root(((a * a) if x._dtype.kind is dt.Complex else (x * x)).sum(dims, keepdim), 2)
     else:
         out = _safe_root(a.pow(float(ord)).sum(dims, keepdim), float(ord))
     return out.reshape(()) if scalar else out   # (keepdim of a 0-d input keeps no dim)
@@ -463,13 +480,14 @@ def cross(input, other, *, dim=-1):
 
 
 def vecdot(x, y, *, dim=-1):
-    """The dot product of vectors along ``dim`` (shapes broadcast): ``(x * y).sum(dim)``."""
+    """The dot product of vectors along ``dim`` (shapes broadcast): ``(conj(x) * y).sum(dim)``
+    (torch's and the array API's: ``x`` conjugated)."""
     for t in (x, y):
         if not isinstance(t, Tensor):
             raise TypeError(f"linalg.vecdot: expected tensors, got {type(t).__name__}")
     shape = dispatch.broadcast_shapes("linalg.vecdot", x.shape, y.shape)
     d = dispatch.normalize_dim("linalg.vecdot", dim, len(shape))
-    return (x * y).sum(d)
+    return (x.conj() * y).sum(d)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

@@ -152,8 +152,8 @@ def compile_bench(dev):
 
 
 def linalg_bench(dev, n=1024):
-    """cuSOLVER / cuBLAS through ember.linalg (nvmath-python), float64, one matrix; a result
-    checked against numpy on the host."""
+    """cuSOLVER / cuBLAS through ember.linalg (nvmath-python), float64 and complex128, one
+    matrix; results checked against numpy on the host."""
     import numpy as np
 
     import ember
@@ -172,6 +172,20 @@ def linalg_bench(dev, n=1024):
     for name, fn in cases:
         t = _time(fn, dev, repeat=5)
         print(f"{'linalg.' + name + f' {n} f64':28s} {t * 1e3:9.3f} ms")
+    # complex128 (the z routines; eigh conjugates the vendor's vectors): checked, then timed
+    z = a + 1j * rng.standard_normal((n, n))
+    herm = z @ z.conj().T + n * np.eye(n)
+    tz = ember.tensor(z, dtype=ember.complex128, device=dev)
+    th = ember.tensor(herm, dtype=ember.complex128, device=dev)
+    err = np.abs(la.cholesky(th).numpy() - np.linalg.cholesky(herm)).max()
+    w, v = la.eigh(th)
+    rec = np.abs((v.numpy() * w.numpy()) @ v.numpy().conj().T - herm).max() / np.abs(herm).max()
+    print(f"linalg: cholesky {n} c128 max |ember - numpy| = {err:.2e}; eigh relative "
+          f"reconstruction error {rec:.2e}")
+    for name, fn in [("cholesky", lambda: la.cholesky(th)), ("solve (64 rhs)", lambda: la.solve(tz, b)),
+                     ("eigh", lambda: la.eigh(th)), ("svd", lambda: la.svd(tz)), ("qr", lambda: la.qr(tz))]:
+        t = _time(fn, dev, repeat=3)
+        print(f"{'linalg.' + name + f' {n} c128':28s} {t * 1e3:9.3f} ms")
 
 
 def fft_bench(dev):

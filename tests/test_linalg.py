@@ -4,7 +4,10 @@
 dtype and batch shape).  Every row runs for float32 and float64, on one matrix and on
 batches: (3,) goes to LAPACK one matrix at a time, (2, 5) = 10 matrices of order <= 16 to the
 Numba kernels of kernels/cpu/linalg.py.  Factorisations whose factors are unique only up to
-signs (eigh, svd, qr) are compared through sign-free quantities and reconstructions.
+signs (eigh, svd, qr) are compared through sign-free quantities and reconstructions.  The rows
+that apply to complex matrices (all but ``Row(..., complex=False)``) run again for complex64 and
+complex128 on one matrix and on a batch of 3, their inputs drawn with complex normal entries
+(Hermitian where the real row is symmetric).
 """
 import math
 import sys
@@ -17,13 +20,24 @@ import ember
 from ember import linalg as LA
 from ember.backends.cpu import linalg as cpu_linalg
 
-RTOL = {"float32": 2e-4, "float64": 1e-10}
+RTOL = {"float32": 2e-4, "float64": 1e-10, "complex64": 2e-4, "complex128": 1e-10}
 BATCHES = [(), (3,), (2, 5)]
 
 
+class ComplexRng:
+    """A generator drawing complex normal entries where the rows ask for real ones."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def standard_normal(self, shape):
+        return self.rng.standard_normal(shape) + 1j * self.rng.standard_normal(shape)
+
+
 def spd(rng, batch, n, dtype):
+    # (Hermitian positive-definite from a complex generator)
     x = rng.standard_normal(batch + (n, n))
-    return (x @ np.swapaxes(x, -1, -2) + n * np.eye(n)).astype(dtype)
+    return (x @ np.swapaxes(x.conj(), -1, -2) + n * np.eye(n)).astype(dtype)
 
 
 def general(rng, batch, n, dtype, m=None):
@@ -55,8 +69,9 @@ def svd_check(u, s, vh):
 
 
 class Row:
-    def __init__(self, name, ember_fn, ref, make, ns=(4,)):
+    def __init__(self, name, ember_fn, ref, make, ns=(4,), complex=True):
         self.name, self.ember_fn, self.ref, self.make, self.ns = name, ember_fn, ref, make, ns
+        self.complex = complex
 
 
 def _sym_parts(w, v):
@@ -117,7 +132,8 @@ ROWS = [
     Row("vector_norm_p", lambda a: LA.vector_norm(a, 3.5, dim=-1),
         lambda a: np.linalg.norm(a, 3.5, axis=-1), lambda r, b, n, d: [general(r, b, n, d)]),
     Row("vector_norm_0", lambda a: LA.vector_norm(a - a.round(), 0),
-        lambda a: np.count_nonzero(a - np.round(a)).astype(a.dtype), lambda r, b, n, d: [general(r, b, n, d)]),
+        lambda a: np.count_nonzero(a - np.round(a)).astype(a.dtype), lambda r, b, n, d: [general(r, b, n, d)],
+        complex=False),   # (round takes real numbers)
     Row("norm_flat", lambda a: LA.norm(a), lambda a: np.linalg.norm(a.reshape(-1)),
         lambda r, b, n, d: [general(r, b, n, d)]),
     Row("matrix_power", lambda a: LA.matrix_power(a, 5), lambda a: np.linalg.matrix_power(a, 5),
@@ -128,7 +144,7 @@ ROWS = [
         lambda r, b, n, d: [general(r, b, n, d, n + 1)]),
     Row("cross", lambda a, b: LA.cross(a, b), lambda a, b: np.cross(a, b),
         lambda r, b, n, d: [general(r, b, n, d)[..., :3], general(r, b, n, d)[..., 1:4]]),
-    Row("vecdot", lambda a, b: LA.vecdot(a, b), lambda a, b: (a * b).sum(-1),
+    Row("vecdot", lambda a, b: LA.vecdot(a, b), lambda a, b: (np.conj(a) * b).sum(-1),
         lambda r, b, n, d: [general(r, b, n, d), general(r, b, n, d)]),
     Row("einsum_bmm", lambda a, b: ember.einsum("...ij,...jk->...ik", a, b),
         lambda a, b: np.einsum("...ij,...jk->...ik", a, b),
@@ -138,11 +154,18 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("batch", BATCHES, ids=["single", "batch3", "batch2x5"])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
+BATCH_IDS = {(): "single", (3,): "batch3", (2, 5): "batch2x5"}
+TABLE = ([(row, d, b) for row in ROWS for d in ("float32", "float64") for b in BATCHES]
+         + [(row, d, b) for row in ROWS if row.complex for d in ("complex64", "complex128")
+            for b in BATCHES[:2]])   # (the small-batch kernels are real: (2, 5) goes to LAPACK too)
+
+
+@pytest.mark.parametrize("row,dtype,batch", TABLE,
+                         ids=[f"{r.name}-{d}-{BATCH_IDS[b]}" for r, d, b in TABLE])
 def test_linalg_agrees_with_numpy(row, dtype, batch):
     rng = np.random.default_rng(abs(hash(row.name)) % 2 ** 32)
+    if dtype.startswith("complex"):
+        rng = ComplexRng(rng)
     for n in row.ns:
         arrays = row.make(rng, batch, n, np.dtype(dtype))
         got = row.ember_fn(*[ember.from_numpy(np.ascontiguousarray(a)) for a in arrays])
@@ -156,8 +179,10 @@ def test_linalg_agrees_with_numpy(row, dtype, batch):
             g = g.numpy() if isinstance(g, ember.Tensor) else g
             w = np.asarray(w)
             assert g.shape == w.shape, (row.name, g.shape, w.shape)
-            if w.dtype.kind == "f":
-                assert g.dtype == np.dtype(dtype), (row.name, g.dtype)
+            if w.dtype.kind in "fc":
+                # (eigen- and singular values, norms, log|det| of a complex matrix are real)
+                assert g.dtype == (np.dtype(dtype) if w.dtype.kind == "c" else np.finfo(dtype).dtype), \
+                    (row.name, g.dtype)
                 scale = max(1.0, float(np.abs(w).max(initial=0)))
                 np.testing.assert_allclose(g, w, rtol=RTOL[dtype], atol=RTOL[dtype] * scale,
                                            err_msg=f"{row.name} n={n}")
@@ -371,7 +396,8 @@ ERRORS = [
      LA.LinAlgError, r"cholesky.*order 6.*\(1,\) of the batch"),
     (lambda: LA.inv(ember.tensor(np.stack([np.eye(20), np.zeros((20, 20))]), dtype=F)),
      LA.LinAlgError, r"linalg.inv: the input matrix is singular.*\(1,\) of the batch"),
-    (lambda: LA.cholesky(ember.tensor([[1, 0], [0, 1]])), TypeError, "linalg.cholesky: expected a float32 or float64"),
+    (lambda: LA.cholesky(ember.tensor([[1, 0], [0, 1]])), TypeError,
+     "linalg.cholesky: expected a float32, float64, complex64 or complex128 tensor, got Int"),
     (lambda: LA.cholesky(ember.ones((2, 3), dtype=F)), ValueError, "linalg.cholesky: expected square"),
     (lambda: LA.cholesky(ember.ones((3,), dtype=F)), ValueError, "at least 2 dims"),
     (lambda: LA.solve(ember.ones((2, 2), dtype=F), ember.ones((3, 1), dtype=F)), ValueError,

@@ -14,8 +14,8 @@ differentiable.  Where the two specifications differ, the standard's meaning is 
   is ``sum``'s;
 - ``vecdot`` conjugates ``x1``; ``cross`` needs size 3 along ``axis`` in both operands.
 
-The factorisations take real floating arrays (``ember.linalg`` has no complex LAPACK calls yet);
-complex arrays raise ``TypeError`` naming the function.
+The factorisations take real and complex floating arrays (complex ones Hermitian where real ones
+are symmetric, with real eigenvalues, singular values and norms).
 """
 import builtins
 import numbers
@@ -141,11 +141,11 @@ def pinv(x, /, *, rtol=None):
     _check_array("linalg.pinv", x)
     if rtol is None or (isinstance(rtol, numbers.Real) and not isinstance(rtol, builtins.bool)):
         return _la.pinv(x, rtol=None if rtol is None else float(rtol))
-    # an array of tolerances, one per matrix: U diag(1/s where s > cutoff) Vh^T
+    # an array of tolerances, one per matrix: Vh^H diag(1/s where s > cutoff) U^H
     U, s, Vh = _la.svd(x, full_matrices=False)
     keep = s > _svd_cutoff("pinv", x, rtol, s)
     inv_s = (1 / s.mask_fill(~keep, 1)).mask_fill(~keep, 0)
-    return (Vh.mT * inv_s.unsqueeze(-2)) @ U.mT
+    return (Vh.mT.conj() * inv_s.unsqueeze(-2)) @ U.mT.conj()
 
 
 def outer(x1, x2, /):

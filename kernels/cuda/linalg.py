@@ -81,3 +81,29 @@ def lu_det(lu, piv, n, nb, det, logabs, sign):
         det[b] = p
         logabs[b] = la
         sign[b] = s
+
+
+def lu_det_complex(lu, piv, n, nb, det, logabs, sign):
+    """``lu_det`` of complex factors: the sign is det / |det|, a complex number of modulus 1
+    (0 for a zero pivot), log|det| the sum of the pivots' log-moduli."""
+    for b in range(cuda.grid(1), nb, cuda.gridsize(1)):
+        swaps = 1.0
+        for i in range(n):
+            if piv[b * n + i] != i + 1:
+                swaps = -swaps
+        p = complex(swaps)
+        s = complex(swaps)
+        la = 0.0
+        for i in range(n):
+            u = lu[b * n * n + i * (n + 1)]
+            p *= u
+            m = abs(u)
+            if m > 0:
+                s *= u / m
+                la += math.log(m)
+            else:
+                s = 0j
+                la = -math.inf
+        det[b] = p
+        logabs[b] = la
+        sign[b] = s

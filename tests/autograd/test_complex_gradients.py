@@ -32,12 +32,14 @@ E = types.SimpleNamespace(
     fft=ember.fft, recip=lambda t: t.recip(), sgn=lambda t: t.sign(), complex=ember.complex,
     polar=ember.polar, const=lambda a: ember.tensor(a), cat=ember.cat, stack=ember.stack,
     where=ember.where, index=lambda a: ember.tensor(np.asarray(a)),
-    to=lambda t, name: t.cast(getattr(ember, name)), mixed_matmul=lambda a, b: a @ b)
+    to=lambda t, name: t.cast(getattr(ember, name)), mixed_matmul=lambda a, b: a @ b,
+    linalg=ember.linalg, eye=lambda n, like: ember.eye(n, dtype=like.dtype, device=like.device))
 T = None if torch is None else types.SimpleNamespace(
     fft=torch.fft, recip=torch.reciprocal, sgn=torch.sgn, complex=torch.complex,
     polar=torch.polar, const=torch.tensor, cat=torch.cat, stack=torch.stack, where=torch.where,
     index=lambda a: torch.tensor(np.asarray(a)), to=lambda t, name: t.to(getattr(torch, name)),
-    mixed_matmul=lambda a, b: a.to(b.dtype) @ b)   # (torch's matmul does not promote)
+    mixed_matmul=lambda a, b: a.to(b.dtype) @ b,   # (torch's matmul does not promote)
+    linalg=torch.linalg, eye=lambda n, like: torch.eye(n, dtype=like.dtype))
 
 
 # --- inputs ----------------------------------------------------------------------------------
@@ -76,6 +78,53 @@ class Case:
 
 def _matmul_batched(m, a, b):
     return a @ b
+
+
+# --- ember.linalg of complex matrices: Hermitian for symmetric, unitary for orthogonal ------------
+def mH(x):
+    return x.transpose(-2, -1).conj()
+
+
+def herm(m, x):
+    """A well-conditioned Hermitian positive-definite matrix from any square x."""
+    return x @ mH(x) + m.eye(x.shape[-1], x) * x.shape[-1]
+
+
+def hsym(x):
+    return (x + mH(x)) * 0.5
+
+
+def well(m, x):
+    return x + m.eye(x.shape[-1], x) * 3
+
+
+def tri(m, x, upper):
+    return (x.triu() if upper else x.tril()) + m.eye(x.shape[-1], x) * 3
+
+
+def _eigh_phase_free(m, x, uplo="L"):
+    # eigenvalues, and |v|^2 (an eigenvector's phase e^{i phi} is arbitrary)
+    w, v = m.linalg.eigh(x, UPLO=uplo)
+    return (v * v.conj()).real * w.unsqueeze(-2)
+
+
+def _svd_phase_free(m, x, full=False):
+    # U diag(c) Vh and the singular values: unchanged by U -> U D, Vh -> D^H Vh (D unitary diagonal)
+    u, s, vh = m.linalg.svd(x, full_matrices=full)
+    k = s.shape[-1]
+    c = m.const(np.array([0.5, -1.0, 2.0, 1.5][:k]))
+    return (u[..., :, :k] * c) @ vh[..., :k, :] + s.sum(-1, keepdim=True).unsqueeze(-1)
+
+
+def _svd_left_vectors(m, x):
+    # |U|^2 alone: only the left vectors take a gradient (svd's has_u branch, tall or wide)
+    u, _, _ = m.linalg.svd(x, full_matrices=False)
+    return (u * u.conj()).real
+
+
+def _slogdet_both(m, a):
+    sign, logabsdet = m.linalg.slogdet(a)
+    return sign * logabsdet
 
 
 CASES = [
@@ -131,6 +180,46 @@ CASES = [
          cplx(3, 4)),
     Case("where", lambda m, z, w: m.where(m.const(np.array([True, False, True, False])), z, w),
          cplx(3, 4), cplx(3, 4)),
+    # linear algebra of complex matrices (torch's formulas with conjugate transposes)
+    Case("la_cholesky", lambda m, x: m.linalg.cholesky(herm(m, x)), cplx(3, 3)),
+    Case("la_cholesky_upper_batched", lambda m, x: m.linalg.cholesky(herm(m, x), upper=True),
+         cplx(2, 3, 3)),
+    Case("la_solve", lambda m, a, b: m.linalg.solve(well(m, a), b), cplx(3, 3), cplx(3, 2)),
+    Case("la_solve_vector_real_rhs", lambda m, a, b: m.linalg.solve(well(m, a), m.to(b, "complex128")),
+         cplx(3, 3), real(3)),
+    Case("la_solve_left_false_batched", lambda m, a, b: m.linalg.solve(well(m, a), b, left=False),
+         cplx(2, 3, 3), cplx(2, 2, 3)),
+    Case("la_solve_triangular", lambda m, a, b: m.linalg.solve_triangular(tri(m, a, False), b, upper=False),
+         cplx(3, 3), cplx(3, 2)),
+    Case("la_solve_triangular_unit_right", lambda m, a, b: m.linalg.solve_triangular(
+        a, b, upper=True, left=False, unitriangular=True), cplx(3, 3, hi=0.8), cplx(2, 3)),
+    Case("la_inv", lambda m, a: m.linalg.inv(well(m, a)), cplx(2, 3, 3)),
+    Case("la_det", lambda m, a: m.linalg.det(a), cplx(3, 3)),
+    Case("la_slogdet", _slogdet_both, cplx(2, 3, 3)),
+    Case("la_eigh", lambda m, x: _eigh_phase_free(m, hsym(x)), cplx(4, 4)),
+    Case("la_eigh_upper_batched", lambda m, x: _eigh_phase_free(m, hsym(x), "U"), cplx(2, 3, 3)),
+    Case("la_eigvalsh", lambda m, x: m.linalg.eigvalsh(hsym(x)), cplx(2, 3, 3)),
+    Case("la_svd_square", lambda m, x: _svd_phase_free(m, x), cplx(3, 3)),
+    Case("la_svd_tall", lambda m, x: _svd_phase_free(m, x), cplx(4, 3)),
+    Case("la_svd_wide_batched", lambda m, x: _svd_phase_free(m, x), cplx(2, 2, 4)),
+    Case("la_svd_full_matrices", lambda m, x: _svd_phase_free(m, x, full=True), cplx(4, 2)),
+    Case("la_svd_left_vectors_tall", _svd_left_vectors, cplx(4, 2)),
+    Case("la_svd_left_vectors_wide", _svd_left_vectors, cplx(2, 4)),
+    Case("la_svdvals", lambda m, x: m.linalg.svdvals(x), cplx(2, 3, 4)),
+    Case("la_qr_q_tall", lambda m, x: m.linalg.qr(x).Q, cplx(4, 3)),
+    Case("la_qr_r_square_batched", lambda m, x: m.linalg.qr(x).R, cplx(2, 3, 3)),
+    Case("la_qr_wide", lambda m, x: (lambda q, r: q @ (r * r))(*m.linalg.qr(x)), cplx(2, 4)),
+    Case("la_pinv_tall", lambda m, x: m.linalg.pinv(x), cplx(4, 3)),
+    Case("la_pinv_wide_batched", lambda m, x: m.linalg.pinv(x), cplx(2, 2, 4)),
+    Case("la_pinv_hermitian", lambda m, x: m.linalg.pinv(herm(m, x), hermitian=True), cplx(3, 3)),
+    Case("la_lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, cplx(5, 3), cplx(5, 2)),
+    Case("la_matrix_norms", lambda m, x: m.linalg.matrix_norm(x) + m.linalg.matrix_norm(x, "nuc")
+         + m.linalg.matrix_norm(x, 2) + m.linalg.matrix_norm(x, 1), cplx(2, 3, 4)),
+    Case("la_vector_norms", lambda m, x: m.linalg.vector_norm(x, dim=-1) + m.linalg.vector_norm(x, 3, dim=-1)
+         + m.linalg.vector_norm(x, float("inf"), dim=-1), cplx(3, 4)),
+    Case("la_vecdot", lambda m, a, b: m.linalg.vecdot(a, b), cplx(2, 4), cplx(4)),
+    Case("la_matrix_power", lambda m, x: m.linalg.matrix_power(x, 3) + m.linalg.matrix_power(well(m, x), -2),
+         cplx(3, 3, hi=1.0)),
     # Fourier transforms: batched (leading dims) and unbatched, every norm
     Case("fft", lambda m, z: m.fft.fft(z), cplx(8)),
     Case("fft_batched_ortho", lambda m, z: m.fft.fft(z, norm="ortho"), cplx(3, 8)),
@@ -306,3 +395,42 @@ def test_complex_root_is_refused(device):
 def test_int_leaf_still_refused(device):
     with pytest.raises(TypeError, match="Float and Complex"):
         ember.tensor([1, 2], device=device).require_grad()
+
+
+# --- ember.linalg of complex matrices: direct Hermitian leaves and phase-dependent losses -------
+DIRECT = [
+    ("cholesky", lambda m, a: m.linalg.cholesky(a)),
+    ("cholesky_upper", lambda m, a: m.linalg.cholesky(a, upper=True)),
+    ("eigh", lambda m, a: _eigh_phase_free(m, a)),
+    ("eigvalsh_upper", lambda m, a: m.linalg.eigvalsh(a, UPLO="U")),
+]
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize("name,f", DIRECT, ids=[d[0] for d in DIRECT])
+def test_direct_hermitian_leaves_match_torch(name, f, device):
+    # the rules' own (Hermitian) gradient, not its projection through a symmetrising function
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    a = x @ np.swapaxes(x.conj(), -1, -2) + 3 * np.eye(3)
+    probe = f(E, ember.tensor(a, dtype=C128))
+    wr, wi = _weights(probe, rng)
+    leaf = ember.tensor(a, dtype=C128, device=device).require_grad()
+    got = leaf.grad(_loss(E, f(E, leaf), wr, wi).backward()).numpy()
+    ta = torch.tensor(a, requires_grad=True)
+    _loss(T, f(T, ta), wr, wi).backward()
+    np.testing.assert_allclose(got, ta.grad.resolve_conj().numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_losses_that_depend_on_a_vectors_phase_are_refused(device):
+    # v itself (not |v|^2) depends on the arbitrary phase LAPACK picked: torch raises too
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    a = ember.tensor(x + x.conj().T, dtype=C128, device=device).require_grad()
+    _, v = ember.linalg.eigh(a)
+    with pytest.raises(RuntimeError, match="linalg.eigh: .*phase"):
+        v.real.sum().backward()
+    b = ember.tensor(x, dtype=C128, device=device).require_grad()
+    u, _, _ = ember.linalg.svd(b)
+    with pytest.raises(RuntimeError, match="linalg.svd: .*phase"):
+        u.imag.sum().backward()

@@ -24,8 +24,8 @@ def assert_same(got, want, rtol=None):
     assert got.shape == want.shape, (got.shape, want.shape)
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     g, w = got.numpy(), want.numpy()
-    if w.dtype.kind == "f":
-        tol = rtol if rtol is not None else (2e-6 if w.dtype == np.float32 else 1e-12)
+    if w.dtype.kind in "fc":
+        tol = rtol if rtol is not None else (2e-6 if w.dtype in (np.float32, np.complex64) else 1e-12)
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
     else:
         np.testing.assert_array_equal(g, w)

@@ -1,7 +1,7 @@
 """ember.linalg on CUDA (the simulator, or a GPU): every factorisation and solve against the CPU
-backend, float32 and float64, one matrix and a batch; errors; gradients (both checkpointing
-strategies) against the CPU's, which tests/autograd/test_linalg_gradients.py checks against
-central differences and PyTorch."""
+backend, float32, float64, complex64 and complex128, one matrix and a batch; errors; gradients
+(both checkpointing strategies) against the CPU's, which tests/autograd/test_linalg_gradients.py
+and test_complex_gradients.py check against central differences and PyTorch."""
 import numpy as np
 import pytest
 from cuda_helpers import DEV, assert_same
@@ -17,9 +17,20 @@ def pair(a, dtype):
     return c, c.to(DEV)
 
 
+class ComplexRng:
+    """The makers' generator for a complex dtype: standard normal real and imaginary parts."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def standard_normal(self, shape):
+        return self.rng.standard_normal(shape) + 1j * self.rng.standard_normal(shape)
+
+
 def spd(rng, shape):
+    # (Hermitian positive-definite of a complex generator)
     x = rng.standard_normal(shape)
-    return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
+    return x @ np.swapaxes(x.conj(), -1, -2) + shape[-1] * np.eye(shape[-1])
 
 
 def general(rng, shape):
@@ -76,17 +87,19 @@ ROWS = [
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)], ids=["single", "batched"])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
 @pytest.mark.parametrize("name,fn,makers", ROWS, ids=[r[0] for r in ROWS])
 def test_cuda_linalg_agrees_with_cpu(cuda, name, fn, makers, dtype, shape):
     rng = np.random.default_rng(5)
+    if dtype.startswith("complex"):
+        rng = ComplexRng(rng)
     pairs = [pair(m(rng, shape), dtype) for m in makers]
     want = fn(*[c for c, _ in pairs])
     got = fn(*[g for _, g in pairs])
     want = want if isinstance(want, list) else [want]
     got = got if isinstance(got, list) else [got]
     for g, w in zip(got, want):
-        assert_same(g, w, rtol=2e-4 if dtype == "float32" else 1e-10)
+        assert_same(g, w, rtol=2e-4 if dtype in ("float32", "complex64") else 1e-10)
 
 
 def test_cuda_linalg_errors(cuda):
@@ -157,3 +170,40 @@ def test_cuda_linalg_gradients_match_the_cpu(cuda, name, fn, shapes, strategy):
     gpu = _grads(fn, arrays, weights, DEV.gradient_checkpointing(strategy))
     for g, w in zip(gpu, cpu):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-11, err_msg=name)
+
+
+# complex matrices: phase-free functions of eigen- and singular vectors, Hermitian inputs
+def _herm_of(x):
+    return x @ x.transpose(-2, -1).conj() + ember.eye(x.shape[-1], dtype=x.dtype).to(x.device) * 3
+
+
+COMPLEX_GRADS = [
+    ("cholesky", lambda x: LA.cholesky(_herm_of(x))),
+    ("solve_inv", lambda x: LA.solve(_herm_of(x), x) + LA.inv(_herm_of(x))),
+    ("solve_triangular", lambda x: LA.solve_triangular(_herm_of(x), x, upper=True)),
+    ("det_slogdet", lambda x: LA.det(x) + LA.slogdet(x)[0] * LA.slogdet(x)[1]),
+    ("eigh", lambda x: (lambda w, v: (v * v.conj()).real * w.unsqueeze(-2))(*LA.eigh(x + x.transpose(-2, -1).conj()))),
+    ("svd", lambda x: (lambda u, s, vh: u @ vh * s.sum(-1).unsqueeze(-1).unsqueeze(-1))(*LA.svd(x, full_matrices=False))),
+    ("qr", lambda x: LA.qr(x).Q * LA.qr(x).R.sum(-2, keepdim=True)),
+    ("pinv", lambda x: LA.pinv(x)),
+]
+
+
+@pytest.mark.parametrize("strategy", [ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED])
+@pytest.mark.parametrize("name,fn", COMPLEX_GRADS, ids=[g[0] for g in COMPLEX_GRADS])
+def test_cuda_complex_linalg_gradients_match_the_cpu(cuda, name, fn, strategy):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    probe = fn(ember.tensor(a, dtype=ember.complex128))
+    wr, wi = rng.standard_normal(probe.shape), rng.standard_normal(probe.shape)
+    got = []
+    for device in (ember.Device.cpu(), DEV):
+        leaf = (ember.tensor(a, dtype=ember.complex128).to(device).autodiff()
+                .with_gradient_checkpointing_strategy(strategy).require_grad())
+        out = fn(leaf)
+        if not out.dtype.is_complex:
+            out = out.cast(ember.complex128)
+        loss = (out.real * ember.tensor(wr, dtype=F64).to(device)
+                + out.imag * ember.tensor(wi, dtype=F64).to(device)).sum()
+        got.append(leaf.grad(loss.backward()).numpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-9, atol=1e-11, err_msg=name)

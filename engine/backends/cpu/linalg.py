@@ -85,8 +85,9 @@ def _fortran(m):
 
 
 def _small(a):
+    # (the kernels are real: a complex batch goes to numpy's gufuncs)
     n = a.shape[-1]
-    return n <= SMALL_N and math.prod(batch_of(a)) >= SMALL_MIN_BATCH
+    return n <= SMALL_N and a.dtype.kind == "f" and math.prod(batch_of(a)) >= SMALL_MIN_BATCH
 
 
 def _kernel(template, a):
@@ -325,8 +326,14 @@ def pinv(op, a, *, atol, rtol, hermitian):
         s, left, right = np.abs(w), v * np.sign(w)[..., None, :], v
     else:
         left, s, vh = np.linalg.svd(a, full_matrices=False)
-        right = np.swapaxes(vh, -1, -2)
+        right = _mH(vh)
     cutoff = np.maximum(atol, rtol * s.max(axis=-1, keepdims=True))
     keep = s > cutoff
-    inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
-    return np.asarray((right * inv[..., None, :]) @ np.swapaxes(left, -1, -2))
+    inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(s.dtype)
+    return np.asarray((right * inv[..., None, :]) @ _mH(left))
+
+
+def _mH(m):
+    """The conjugate transpose of (a batch of) matrices (a real one's transpose)."""
+    m = np.swapaxes(m, -1, -2)
+    return m.conj() if m.dtype.kind == "c" else m

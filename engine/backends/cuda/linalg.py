@@ -37,6 +37,21 @@ from .array import SIMULATOR
 LOWER, UPPER = 0, 1
 OP_N, OP_T = 0, 1
 
+# the BLAS/LAPACK type letter of each dtype, and the routines a complex matrix calls by other
+# names (Hermitian for symmetric, unitary for orthogonal)
+_PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
+_COMPLEX_NAMES = {"syevd": "heevd", "syevd_buffer_size": "heevd_buffer_size", "orgqr": "ungqr",
+                  "orgqr_buffer_size": "ungqr_buffer_size"}
+
+
+def _named(name, dtype):
+    return _COMPLEX_NAMES.get(name, name) if np.dtype(dtype).kind == "c" else name
+
+
+def _real(dtype):
+    """The dtype of ``dtype``'s parts: of eigen- and singular values, log|det|."""
+    return np.finfo(dtype).dtype
+
 
 class HostVendor:
     """The simulator's stand-in for cuSOLVER/cuBLAS: SciPy's LAPACK on host copies.
@@ -57,7 +72,7 @@ class HostVendor:
     @staticmethod
     def _lapack(name, x):
         from scipy.linalg import lapack
-        return lapack.get_lapack_funcs(name, (x,))
+        return lapack.get_lapack_funcs(_named(name, x.dtype), (x,))
 
     def potrf(self, a, n, lower):
         h = self._host(a)
@@ -101,7 +116,7 @@ class HostVendor:
 
     def syevd(self, a, w, n, lower, vectors):
         h = self._host(a)
-        hw = np.zeros((h.shape[0], n), h.dtype)
+        hw = np.zeros((h.shape[0], n), _real(h.dtype))
         info = np.zeros(h.shape[0], np.int64)
         f = self._lapack("syevd", h)
         for i in range(h.shape[0]):
@@ -114,7 +129,7 @@ class HostVendor:
 
     def gesvd(self, a, s, u, vt, m, n, full, vectors):
         h = self._host(a)
-        hs = np.zeros((h.shape[0], min(m, n)), h.dtype)
+        hs = np.zeros((h.shape[0], min(m, n)), _real(h.dtype))
         hu = self._host(u) if vectors else None
         hv = self._host(vt) if vectors else None
         info = np.zeros(h.shape[0], np.int64)
@@ -177,7 +192,7 @@ class NvmathVendor:
         return x.__cuda_array_interface__["data"][0] + i * per * x.dtype.itemsize
 
     def _fn(self, lib, name, x):
-        return getattr(lib, ("d" if x.dtype == np.float64 else "s") + name)
+        return getattr(lib, _PREFIX[np.dtype(x.dtype).char] + _named(name, x.dtype))
 
     def _infos(self, info):
         return self.b.to_host(info).astype(np.int64)
@@ -240,7 +255,7 @@ class NvmathVendor:
         k = min(m, n)
         lwork = self._fn(self.sol, "gesvd_buffer_size", a)(self.h, m, n)
         work = self._work(lwork, a.dtype)
-        rwork = self._work(k, a.dtype)
+        rwork = self._work(k, _real(a.dtype))
         f = self._fn(self.sol, "gesvd", a)
         ldvt = n if full else k
         for i in range(nb):
@@ -317,7 +332,7 @@ def _masked(b, x, mask):
 def _pack(b, parts, batch):
     shapes = [tuple(p.shape[len(batch):]) for p in parts]
     spans, total = offsets(shapes)
-    packed = b.empty(batch + (total,), parts[0].dtype)
+    packed = b.empty(batch + (total,), np.result_type(*[p.dtype for p in parts]))
     for p, s, (lo, _) in zip(parts, shapes, spans):
         region = packed.view(packed.offset + lo, batch + s, packed.strides[:-1] + c_strides(s))
         ew.map(b, "identity", [p], region)
@@ -381,15 +396,15 @@ def triangular_solve(b, op, a, rhs, *, upper, unitriangular):
 def _lu_det(b, a):
     batch, n = batch_of(a), a.shape[-1]
     nb = max(1, math.prod(batch))
-    det, logabs, sign = (b.empty((nb,), a.dtype) for _ in range(3))
+    det, logabs, sign = b.empty((nb,), a.dtype), b.empty((nb,), _real(a.dtype)), b.empty((nb,), a.dtype)
     if n == 0:
         for arr, v in ((det, 1), (logabs, 0), (sign, 1)):
-            ew.map(b, "identity", [ew.full(b, (), v, np.dtype(a.dtype))], arr)
+            ew.map(b, "identity", [ew.full(b, (), v, np.dtype(arr.dtype))], arr)
     else:
         lu = _as3(b, a)
         piv = b.empty((nb, n), np.int32)
         _vendor(b).getrf(lu, piv, n)         # info > 0 (singular) is a det of 0
-        kern = B.kernel(skeletons.lu_det)
+        kern = B.kernel(skeletons.lu_det_complex if np.dtype(a.dtype).kind == "c" else skeletons.lu_det)
         b.launch(kern, B.grid(nb), B.THREADS, lu.buf[lu.offset:], piv.buf,
                      n, nb, det.buf, logabs.buf, sign.buf)
     return [x.view(0, batch, c_strides(batch)) for x in (det, logabs, sign)]
@@ -407,13 +422,17 @@ def slogdet(b, op, a):
 def _eigh_parts(b, a, lower, vectors):
     batch, n = batch_of(a), a.shape[-1]
     x = _as3(b, a)       # column-major a^T: a's lower triangle is its upper one
-    w = b.empty((x.shape[0], n), a.dtype)
+    w = b.empty((x.shape[0], n), _real(a.dtype))
     info = _vendor(b).syevd(x, w, n, UPPER if lower else LOWER, vectors)
     _check("eigh", batch, info, lambda k: f"the algorithm failed to converge ({k} "
            f"off-diagonal elements did not converge)")
     w = w.view(0, batch + (n,), c_strides(batch + (n,)))
-    # column-major eigenvectors read row-major are V^T
-    return w, (_shaped(x, batch, transpose=True) if vectors else None)
+    if not vectors:
+        return w, None
+    # column-major eigenvectors read row-major are V^T.  For a complex matrix the vendor saw
+    # a^T = conj(a) (a Hermitian): its eigenvectors are conj(V)
+    v = _shaped(x, batch, transpose=True)
+    return w, (_conj(b, v) if np.dtype(a.dtype).kind == "c" else v)
 
 
 def eigh(b, op, a, *, lower, vectors):
@@ -430,7 +449,7 @@ def _svd_parts(b, a, full, vectors):
     x = _as3(b, a, transpose=tall)
     r, c = (m, n) if tall else (n, m)
     nb = x.shape[0]
-    s = b.empty((nb, k), a.dtype)
+    s = b.empty((nb, k), _real(a.dtype))
     u = b.empty((nb, r if full else k, r), a.dtype) if vectors else None
     vt = b.empty((nb, c, c if full else k), a.dtype) if vectors else None
     info = _vendor(b).gesvd(x, s, u, vt, r, c, full, vectors)
@@ -441,7 +460,8 @@ def _svd_parts(b, a, full, vectors):
         return None, s, None
     if tall:   # column-major U (m x ku) read row-major is U^T; vt's buffer is V
         return _shaped(u, batch, transpose=True), s, _shaped(vt, batch, transpose=True)
-    # a^T = U' S V'^T: a's U is V' (vt's buffer read row-major), a's Vh is U'^T (u's)
+    # a^T = U' S V'^H: a = conj(V') S U'^T, so a's U is conj(V') (vt's buffer, V'^H column-major,
+    # read row-major) and a's Vh is U'^T (u's): the same views for real and complex
     return _shaped(vt, batch), s, _shaped(u, batch)
 
 
@@ -483,32 +503,41 @@ def pinv(b, op, a, *, atol, rtol, hermitian):
     batch, (m, n) = batch_of(a), a.shape[-2:]
     if a.size == 0:
         return ew.full(b, batch + (n, m), 0, np.dtype(a.dtype))
+    real = _real(a.dtype)                  # of the singular values and the cut
     if hermitian:
         w, v = _eigh_parts(b, a, True, True)
-        s = ew.map(b, "absolute", [w], b.empty(w.shape, w.dtype))
-        sign = ew.map(b, "sign", [w], b.empty(w.shape, w.dtype))
+        s = ew.map(b, "absolute", [w], b.empty(w.shape, real))
+        sign = ew.map(b, "sign", [w], b.empty(w.shape, real))
         left = ew.map(b, "mul", [v, _expand_row(sign, v.shape)], b.empty(v.shape, v.dtype))
         right = v
     else:
         left, s, vh = _svd_parts(b, a, False, True)
-        right = _permuted(vh, tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
+        right = _adjoint(b, vh, len(batch))
     nd = s.ndim
-    smax = reduce.reduction(b, Op.MAX, s, axes=(nd - 1,), dtype=_Dt(a.dtype))
-    cut = ew.map(b, "mul", [smax, ew.full(b, (), rtol, np.dtype(a.dtype))],
-                   b.empty(smax.shape, a.dtype))
-    cut = ew.map(b, "maximum", [cut, ew.full(b, (), atol, np.dtype(a.dtype))],
-                   b.empty(smax.shape, a.dtype))
+    smax = reduce.reduction(b, Op.MAX, s, axes=(nd - 1,), dtype=_Dt(real))
+    cut = ew.map(b, "mul", [smax, ew.full(b, (), rtol, real)], b.empty(smax.shape, real))
+    cut = ew.map(b, "maximum", [cut, ew.full(b, (), atol, real)], b.empty(smax.shape, real))
     cut = cut.view(cut.offset, batch + (1,), c_strides(batch) + (0,))
     keep = ew.map(b, "gt", [s, cut], b.empty(s.shape, np.bool_))
-    one = ew.full(b, (), 1, np.dtype(a.dtype))
-    zero = ew.full(b, (), 0, np.dtype(a.dtype))
-    safe = ew.map(b, "where", [keep, s, one], b.empty(s.shape, a.dtype))
-    inv = ew.map(b, "truediv", [one, safe], b.empty(s.shape, a.dtype))
-    inv = ew.map(b, "where", [keep, inv, zero], b.empty(s.shape, a.dtype))
+    one = ew.full(b, (), 1, real)
+    zero = ew.full(b, (), 0, real)
+    safe = ew.map(b, "where", [keep, s, one], b.empty(s.shape, real))
+    inv = ew.map(b, "truediv", [one, safe], b.empty(s.shape, real))
+    inv = ew.map(b, "where", [keep, inv, zero], b.empty(s.shape, real))
     scaled = ew.map(b, "mul", [right, _expand_row(inv, right.shape)],
                       b.empty(right.shape, a.dtype))
-    left_t = _permuted(left, tuple(range(len(batch))) + (len(batch) + 1, len(batch)))
-    return matmul.matmul(b, None, scaled, left_t)
+    return matmul.matmul(b, None, scaled, _adjoint(b, left, len(batch)))
+
+
+def _adjoint(b, x, nbatch):
+    """The conjugate transpose of the matrices of ``x``: a view of a real one, a new array of
+    a complex one."""
+    t = _permuted(x, tuple(range(nbatch)) + (nbatch + 1, nbatch))
+    return _conj(b, t) if np.dtype(x.dtype).kind == "c" else t
+
+
+def _conj(b, x):
+    return ew.map(b, "conj", [x], b.empty(x.shape, x.dtype))
 
 
 def _expand_row(v, shape):
