@@ -1,6 +1,6 @@
 """Gaussian-process regression: fit the kernel's hyperparameters on the exact marginal likelihood.
 
-    python examples/gaussian_process.py [--quick]
+    python examples/gaussian_process.py [--quick] [--eager]
 
 Noisy samples of a smooth function are modelled as a GP with a squared-exponential kernel,
 ``k(x, x') = sf^2 exp(-(x - x')^2 / (2 ls^2))``, plus noise ``sn^2`` on the diagonal.  The three
@@ -11,8 +11,9 @@ likelihood
 
 computed with a Cholesky factor ``K = L L^T``: ``alpha = L^-1 y`` (a triangular solve), so
 ``y^T K^-1 y = |alpha|^2`` and ``log det K = 2 sum log diag(L)``.  Ember differentiates it
-(through ``cholesky`` and ``solve_triangular``) and ``ember.optim.Adam`` takes the steps.  The
-same fit in SciPy (``scipy.optimize.minimize``, L-BFGS-B with finite-difference gradients)
+(through ``cholesky`` and ``solve_triangular``) and ``ember.optim.Adam`` takes the steps; one
+step (NLL, backward, Adam) is an ``ember.compile``d function, traced once and replayed (``--eager``
+runs it op by op).  The same fit in SciPy (``scipy.optimize.minimize``, L-BFGS-B with finite-difference gradients)
 is timed and compared; both then predict the function at new points.
 """
 import argparse
@@ -51,15 +52,28 @@ def neg_log_marginal_likelihood(theta, x, y):
     return (alpha * alpha).sum() * 0.5 + log_det * 0.5 + 0.5 * n * math.log(2 * math.pi)
 
 
-def fit_ember(x, y, steps, lr=0.05):
+def fit_ember(x, y, steps, lr=0.05, compiled=True):
+    """Adam on the NLL; returns the fitted log-parameters, the final NLL and the median seconds
+    per step after the first (the first traces the compiled step)."""
     xt, yt = ember.tensor(x, dtype=ember.float64), ember.tensor(y, dtype=ember.float64)
     theta = ember.tensor(START, dtype=ember.float64).autodiff().require_grad()
     opt = Adam([theta], lr=lr)
-    for step in range(steps):
-        loss = neg_log_marginal_likelihood(theta, xt, yt)
-        (theta,) = opt.step(loss.backward())
+
+    def step(x, y):
+        loss = neg_log_marginal_likelihood(opt.params[0], x, y)
+        opt.step(loss.backward())
+        return loss
+
+    run = ember.compile(step) if compiled else step
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        run(xt, yt)
+        times.append(time.perf_counter() - start)
+    theta = opt.params[0]
     final = neg_log_marginal_likelihood(theta.without_autodiff(), xt, yt).item()
-    return theta.numpy().copy(), final
+    per_step = sorted(times[1:])[len(times[1:]) // 2] if steps > 1 else times[0]
+    return theta.numpy().copy(), final, per_step
 
 
 def nll_numpy(theta, x, y):
@@ -93,16 +107,18 @@ def predict(theta, x, y, x_new):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer points and steps (a smoke test)")
+    parser.add_argument("--eager", action="store_true", help="run each step op by op, not compiled")
     args = parser.parse_args()
+    compiled = not args.eager
     n, steps = (60, 150) if args.quick else (200, 250)
     x, y = data(n)
     print(f"GP regression on {n} noisy points of sin(1.5 x) + 0.3 x (noise std {NOISE})")
 
     start = time.perf_counter()
-    fit_ember(x[:8], y[:8], 2)                       # compile the kernels once (not timed)
+    fit_ember(x[:8], y[:8], 2, compiled=compiled)   # compile the kernels once (not timed)
     warm = time.perf_counter() - start
     start = time.perf_counter()
-    theta_e, nll_e = fit_ember(x, y, steps)
+    theta_e, nll_e, per_step = fit_ember(x, y, steps, compiled=compiled)
     t_ember = time.perf_counter() - start
     import scipy.optimize  # noqa: F401  (its import is not part of the fit's time)
     nll_numpy(START, x[:8], y[:8])
@@ -119,6 +135,7 @@ def main():
             for name, th in (("ember", theta_e), ("scipy", theta_s))}
     print(f"ember (Adam, {steps} steps, autodiff through cholesky + solve_triangular): "
           f"NLL {nll_e:.4f}, {show(theta_e)}, {t_ember:.2f} s (first compile {warm:.1f} s)")
+    print(f"  {'compiled' if compiled else 'eager'} step: median {per_step * 1e3:.2f} ms")
     print(f"scipy (L-BFGS-B, finite-difference gradients, {nfev} NLL evaluations): "
           f"NLL {nll_s:.4f}, {show(theta_s)}, {t_scipy:.2f} s")
     print(f"NLL difference {nll_e - nll_s:+.2e} (ember - scipy); max |log theta difference| "

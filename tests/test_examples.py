@@ -78,6 +78,16 @@ def test_fit_ode_quick():
 def test_gaussian_process_quick():
     out = run("gaussian_process.py", "--quick")
     assert "fits agree" in out and "scipy (L-BFGS-B" in out and "ember (Adam" in out
+    assert "compiled step: median" in out
+
+
+def test_gaussian_process_compiled_fit_equals_the_eager_one():
+    gp = load("gaussian_process")
+    x, y = gp.data(10)
+    theta_c, nll_c, _ = gp.fit_ember(x, y, 4, compiled=True)
+    theta_e, nll_e, _ = gp.fit_ember(x, y, 4, compiled=False)
+    np.testing.assert_allclose(theta_c, theta_e, rtol=1e-12)
+    assert abs(nll_c - nll_e) < 1e-10
 
 
 def test_gaussian_process_loss_is_differentiable_and_matches_numpy():
