@@ -23,12 +23,25 @@ from typing import Callable, NamedTuple
 
 from ember import dispatch
 from ember import dtypes as dt
+from ember.backends import recorder
 from ember.ir import Op
 
 
 class Rule(NamedTuple):
     deps: tuple
     backward: Callable
+
+
+def _tracing():
+    """True inside a step ``ember.compile`` traces: a rule must not read values there, so a
+    rule that picks a formula by the data (a zero pivot, an unused output) takes the one that
+    holds in every case (the trace replays it whatever the values)."""
+    return recorder() is not None
+
+
+def _has(mask):
+    """Whether some entry of bool tensor ``mask`` is true (a value read: not while tracing)."""
+    return bool(mask.any().item())
 
 
 def _zeros(shape, like):
@@ -192,7 +205,7 @@ def _cumprod(s, g):
     n = x.shape[axis]
     if n == 0:
         return (g,)
-    if not (x == 0).any().item():
+    if not _tracing() and not _has(x == 0):
         return ((g * s.out).flip(axis).cumsum(axis).flip(axis) / x,)
     from ember.creation import arange, cat, ones
     # zero-safe O(n^2): row j of m holds x with entries k <= j replaced by 1
@@ -385,7 +398,16 @@ def _la():
 
 
 def _used(g):
-    return bool(g.any().item())
+    """Whether gradient part ``g`` is not all zero; while tracing every part counts as used
+    (an unused part's terms then add exact zeros: see ``_divide``)."""
+    return _tracing() or bool(g.any().item())
+
+
+def _divide(num, den):
+    """``num / den``; while tracing, 0 wherever ``num`` is 0: the part of an unused output
+    divided by a zero singular value stays 0, as eager mode, which skips the part, gives."""
+    q = num / den
+    return q.mask_fill(num == 0, 0) if _tracing() else q
 
 
 def _diag_embed(v):
@@ -404,8 +426,9 @@ def _off_diagonal_ratio(num, den):
 def _check_phase(name, what, imag_diag):
     """torch's test that a loss does not depend on the phase of complex eigen- or singular
     vectors (each is defined up to a factor e^{i phi}): the imaginary diagonal of V^H gV
-    (for svd: U^H gU + V^H gV) must vanish, to torch's lax tolerance."""
-    if not bool((imag_diag.abs() <= 1e-2).all().item()):
+    (for svd: U^H gU + V^H gV) must vanish, to torch's lax tolerance.  (A traced step cannot
+    test values: it skips the check.)"""
+    if not _tracing() and not bool((imag_diag.abs() <= 1e-2).all().item()):
         raise RuntimeError(f"linalg.{name}: the {what} of a complex matrix are defined up to a "
                            f"factor e^(i phi) each, and the loss depends on that phase, so its "
                            f"gradient is not defined (use a phase-free function of them, as "
@@ -457,9 +480,10 @@ def _adjugate_h(a):
 
 def _det_grad(s, g):
     a, d = s.x[0], s.out
-    gd = (g * d.conj()).unsqueeze(-1).unsqueeze(-1)
-    if not _used(d == 0):
+    if not _tracing() and not _has(d == 0):
+        gd = (g * d.conj()).unsqueeze(-1).unsqueeze(-1)
         return (gd * _mH(_la().inv(a)),)
+    # a singular matrix, or a traced step (no value to test): the adjugate, right for every A
     return (g.unsqueeze(-1).unsqueeze(-1) * _adjugate_h(a),)
 
 
@@ -473,7 +497,9 @@ def _slogdet_grad(s, g):
     if sign.dtype.is_complex:
         gl = gl - (gsign.conj() * sign).imag * 1j
     gl = gl.unsqueeze(-1).unsqueeze(-1)
-    if not _used(sign == 0):
+    # (a traced step takes this formula: slogdet serves matrices whose det over- or underflows,
+    # where the adjugate's would not; a singular matrix then raises LinAlgError at the replay)
+    if _tracing() or not _has(sign == 0):
         return (gl * _mH(la.inv(a)),)
     det = (sign * logabsdet.exp()).unsqueeze(-1).unsqueeze(-1)   # 0 where singular: +-inf, as torch
     return (gl / det.conj() * _adjugate_h(a),)
@@ -523,15 +549,15 @@ def _svd_grad(s, g):
             im = sum(la.diagonal(x).imag for x in (uu, vv) if x is not None)
             _check_phase("svd", "singular vectors", im * 0.5)
             if has_u:
-                ga = ga + _diag_embed(la.diagonal(uu) / (sv * 2))
+                ga = ga + _diag_embed(_divide(la.diagonal(uu), sv * 2))
         ga = ga + _off_diagonal_ratio(num, s2.unsqueeze(-2) - s2.unsqueeze(-1))
     if m > n and has_u:
         ga = u @ ga
-        gu_sinv = gu / sv.unsqueeze(-2)
+        gu_sinv = _divide(gu, sv.unsqueeze(-2))
         ga = (ga + gu_sinv - u @ (_mH(u) @ gu_sinv)) @ vh
     elif m < n and has_v:
         ga = ga @ vh
-        sinv_gvh = gvh / sv.unsqueeze(-1)
+        sinv_gvh = _divide(gvh, sv.unsqueeze(-1))
         ga = u @ (ga + sinv_gvh - (sinv_gvh @ _mH(vh)) @ vh)
     else:
         ga = u @ ga @ vh

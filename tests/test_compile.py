@@ -98,6 +98,49 @@ def test_gradients_equal_eager(strategy):
         np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
 
 
+# gradient rules that pick a formula by the data in eager mode (a zero pivot or product, an
+# unused output): a trace takes the formula that holds for every value (autograd/rules.py
+# ``_tracing``), so their replays agree with eager to rounding, not bit for bit
+_A = RNG.standard_normal((3, 3)) + 3 * np.eye(3)
+_Z = _A + 1j * RNG.standard_normal((3, 3))
+BRANCHING = {
+    "det": (lambda a: ember.linalg.det(a), _A),
+    "det_singular": (lambda a: ember.linalg.det(a), np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])),
+    "slogdet": (lambda a: ember.linalg.slogdet(a).logabsdet, _A),
+    "eigh": (lambda a: ember.linalg.eigh(a + a.mT).eigenvalues * 2 + ember.linalg.eigh(a + a.mT).eigenvectors ** 2, _A),
+    "svd_values_of_rank_deficient": (lambda a: ember.linalg.svdvals(a), np.array([[1.0, 2], [2, 4], [0, 0]])),
+    "svd_tall": (lambda a: (lambda u, s, vh: (u * u).sum(0) * s)(*ember.linalg.svd(a, full_matrices=False)),
+                 np.vstack([_A, _A[:1] * 0.5])),
+    "cumprod_with_zero": (lambda a: a.cumprod(1), _A * (np.arange(3) != 1)),
+    "complex_eigh": (lambda z: (lambda w, v: (v * v.conj()).real * w)(*ember.linalg.eigh(z + z.mT.conj())), _Z),
+    "complex_svd": (lambda z: (lambda u, s, vh: (u @ vh) * s.sum())(*ember.linalg.svd(z)), _Z),
+}
+
+
+@pytest.mark.parametrize("strategy", [NONE, BALANCED], ids=["NONE", "BALANCED"])
+@pytest.mark.parametrize("name", list(BRANCHING))
+def test_data_dependent_gradient_rules_trace(name, strategy):
+    fn, a = BRANCHING[name]
+    dtype = ember.complex128 if np.iscomplexobj(a) else ember.float64
+    dev = DEVICE.gradient_checkpointing(strategy)
+    weights = RNG.standard_normal(np.shape(fn(ember.tensor(a, dtype=dtype))))
+
+    def grads(a):
+        a = a.autodiff().require_grad()
+        out = fn(a)
+        loss = ((out.real if out.dtype.is_complex else out) * t(weights, ember.float64)).sum()
+        return a.grad(loss.backward())
+
+    step = ember.compile(grads)
+    x = t(a, dtype, dev)
+    want = grads(x).numpy()
+    for _ in range(2):
+        got = step(x).numpy()
+        assert np.isfinite(got).all(), name
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11, err_msg=name)
+    assert step.traces == 1
+
+
 # calls of a training step: the trace and three replays (the CUDA simulator too, since its
 # launches take a few ms: tests/conftest.py)
 CALLS = 4
