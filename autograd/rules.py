@@ -440,7 +440,8 @@ def _cholesky_grad(s, g):
     L = s.out
     if s.params["upper"]:
         L, g = _mH(L), _mH(g)
-    m = (_mH(L) @ g).tril()
+    # tril(L^H gL) by trmm: L^H is triangular (half a gemm's multiply-adds)
+    m = dispatch.apply(Op.TRIANGULAR_MATMUL, _mH(L), g, upper=True).tril()
     phi = (m + _mH(m.tril(-1))) * 0.5
     la = _la()
     y = la.solve_triangular(_mH(L), phi, upper=True)
@@ -456,6 +457,19 @@ def _triangular_solve_grad(s, g):
         ga = -(gb @ _mH(x))   # only the triangle the solve read takes a gradient
         ga = ga.triu(1 if unit else 0) if upper else ga.tril(-1 if unit else 0)
     return ga, gb if s.parents[1] else None
+
+
+def _triangular_matmul_grad(s, g):
+    # C = T(a) @ b: gA = T(g b^H) (the triangle read), gB = T(a)^H g = T'(a^H) g
+    a, b = s.x
+    upper = s.params["upper"]
+    ga = gb = None
+    if s.parents[0]:
+        ga = g @ _mH(b)
+        ga = ga.triu() if upper else ga.tril()
+    if s.parents[1]:
+        gb = dispatch.apply(Op.TRIANGULAR_MATMUL, _mH(a), g, upper=not upper)
+    return ga, gb
 
 
 def _solve_grad(s, g):
@@ -705,6 +719,7 @@ RULES = {
     # ember.linalg
     Op.CHOLESKY: Rule(((OUT,),), _cholesky_grad),
     Op.TRIANGULAR_SOLVE: Rule(((0, OUT), (0,)), _triangular_solve_grad),
+    Op.TRIANGULAR_MATMUL: Rule(((1,), (0,)), _triangular_matmul_grad),
     Op.SOLVE: Rule(((0, OUT), (0,)), _solve_grad),
     Op.INV: Rule(((OUT,),), _inv_grad),
     Op.DET: Rule(((0, OUT),), _det_grad),

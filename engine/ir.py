@@ -164,6 +164,7 @@ class Op(enum.Enum):
     # eigen- and singular values and log|det| too: engine/backends/shared.py)
     CHOLESKY = ("cholesky", FLTC)                  # params: upper
     TRIANGULAR_SOLVE = ("triangular_solve", FLTC)  # (a, b): params upper, unitriangular
+    TRIANGULAR_MATMUL = ("triangular_matmul", FLTC)  # (a, b): triu(a) or tril(a) @ b; param upper
     SOLVE = ("solve", FLTC)                        # (a, b): LU with partial pivoting
     INV = ("inv", FLTC)                            # LU, then getri (CPU) / getrs with I (CUDA)
     DET = ("det", FLTC)

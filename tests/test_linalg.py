@@ -272,6 +272,25 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
     assert calls == [] and "scipy.linalg.blas" not in sys.modules
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("batch,n", [((), 5), ((), 40), ((3,), 40)], ids=["small", "single", "batch3"])
+def test_triangular_matmul_reads_one_triangle_in_any_layout(batch, n, dtype):
+    # the IR op behind the Cholesky gradient's L^H gL: trmm past SMALL_N, np.matmul below
+    from ember import dispatch
+    from ember.ir import Op
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(batch + (n, n)).astype(dtype)
+    b = rng.standard_normal(batch + (n, 3)).astype(dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for upper in (False, True):
+        want = (np.triu(a) if upper else np.tril(a)) @ b
+        for x in _layouts(a).values():
+            for y in _layouts(b).values():
+                got = dispatch.apply(Op.TRIANGULAR_MATMUL, ember.from_numpy(x), ember.from_numpy(y),
+                                     upper=upper).numpy()
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * n)
+
+
 @pytest.mark.parametrize("batch", [(), (3,)], ids=["single", "batch3"])
 def test_triangular_solves_take_any_layout(batch):
     rng = np.random.default_rng(10)

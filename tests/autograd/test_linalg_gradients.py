@@ -26,6 +26,13 @@ F64 = ember.float64
 class E:
     """Ember spelled like the torch adapter below."""
     linalg = ember.linalg
+
+    @staticmethod
+    def trmm(a, b, upper):
+        """The IR op behind the Cholesky gradient's L^H gL: triu(a) or tril(a) @ b."""
+        from ember import dispatch
+        from ember.ir import Op
+        return dispatch.apply(Op.TRIANGULAR_MATMUL, a, b, upper=upper)
     einsum = staticmethod(ember.einsum)
     tensordot = staticmethod(ember.tensordot)
     outer = staticmethod(ember.outer)
@@ -51,6 +58,10 @@ class T:
     @staticmethod
     def eye(n, like):
         return torch.eye(n, dtype=like.dtype)
+
+    @staticmethod
+    def trmm(a, b, upper):
+        return (a.triu() if upper else a.tril()) @ b
 
     @staticmethod
     def const(a, like):
@@ -129,6 +140,8 @@ ROWS = [
         a, b, upper=True, left=False, unitriangular=True), [normal(3, 3), normal(2, 3)]),
     ("solve_triangular_small_batch", lambda L, a, b: L.linalg.solve_triangular(
         tri(L, a, False), b, upper=False), [normal(8, 2, 2), normal(8, 2, 1)]),
+    ("triangular_matmul_lower", lambda L, a, b: L.trmm(a, b, False), [normal(3, 3), normal(3, 2)]),
+    ("triangular_matmul_upper_batched", lambda L, a, b: L.trmm(a, b, True), [normal(2, 3, 3), normal(2, 3, 4)]),
     ("inv", lambda L, a: L.linalg.inv(well(L, a)), [normal(3, 3)]),
     ("inv_batched", lambda L, a: L.linalg.inv(well(L, a)), [normal(2, 3, 3)]),
     ("det", lambda L, a: L.linalg.det(a), [normal(3, 3)]),
@@ -314,3 +327,18 @@ def test_only_the_used_output_of_eigh_needs_distinct_eigenvalues(device):
     w, v = ember.linalg.eigh(a)
     g = a.grad(w.sum().backward()).numpy()
     np.testing.assert_allclose(g, np.eye(3), atol=1e-12)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize("upper", [False, True], ids=["lower", "upper"])
+def test_cholesky_gradient_past_the_small_matrices_matches_torch(upper, device):
+    # n = 40 > SMALL_N: the rule's L^H gL runs in BLAS trmm (the table's rows are 3 x 3)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((40, 40))
+    a = x @ x.T + 40 * np.eye(40)
+    w = rng.standard_normal((40, 40))
+    leaf = ember.tensor(a, dtype=F64, device=device).require_grad()
+    got = leaf.grad((ember.linalg.cholesky(leaf, upper=upper) * as_tensor(w, F64)).sum().backward())
+    ta = torch.tensor(a, requires_grad=True)
+    (torch.linalg.cholesky(ta, upper=upper) * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(got.numpy(), ta.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -37,6 +37,12 @@ def general(rng, shape):
     return rng.standard_normal(shape) + 3 * np.eye(*shape[-2:])
 
 
+def _trmm(a, b, upper):
+    from ember import dispatch
+    from ember.ir import Op
+    return dispatch.apply(Op.TRIANGULAR_MATMUL, a, b, upper=upper)
+
+
 def absolute(ts):
     return [t.abs() for t in ts]
 
@@ -61,6 +67,8 @@ ROWS = [
     ("solve_triangular_unit_right", lambda a, b: LA.solve_triangular(a, b, upper=False, left=False,
                                                                      unitriangular=True),
      [lambda r, s: np.tril(general(r, s)), lambda r, s: r.standard_normal(s[:-2] + (2, s[-1]))]),
+    ("triangular_matmul", lambda a, b: [_trmm(a, b, True), _trmm(a, b, False)],
+     [general, lambda r, s: r.standard_normal(s[:-1] + (2,))]),
     ("inv", lambda a: LA.inv(a), [general]),
     ("det", lambda a: LA.det(a), [lambda r, s: general(r, s) - 3 * np.eye(s[-1])]),
     ("slogdet", lambda a: list(LA.slogdet(a)), [lambda r, s: general(r, s) - 3 * np.eye(s[-1])]),

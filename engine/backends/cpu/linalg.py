@@ -253,6 +253,36 @@ def _trsm(trsm, a, b, upper, unit):
     return trsm(1.0, fa, fb, side=1, lower=lower, trans_a=int(not holds_at), diag=int(unit)).T
 
 
+def triangular_matmul(op, a, b, *, upper):
+    """``triu(a) @ b`` (``upper``) or ``tril(a) @ b``: BLAS ``trmm`` reads only the triangle,
+    half a ``gemm``'s multiply-adds (a Cholesky gradient's ``L^H gL``); matrices of fewer than
+    ``SMALL_N`` rows multiply the masked triangle with ``np.matmul``."""
+    batch = batch_of(a)
+    if a.size == 0 or b.size == 0 or a.shape[-1] <= SMALL_N:
+        tri = np.triu(a) if upper else np.tril(a)
+        return np.asarray(np.matmul(tri, b))
+    trmm = _blas("trmm", a)
+    out = None if not batch else np.empty(b.shape, np.result_type(a, b))
+    for idx in np.ndindex(batch):
+        x = _trmm(trmm, a[idx], b[idx], upper)
+        if not batch:
+            return x
+        out[idx] = x
+    return out
+
+
+def _trmm(trmm, a, b, upper):
+    """``tri(a) @ b`` for one matrix by BLAS ``trmm``, on Fortran arrays holding each matrix
+    or its transpose, as ``_trsm``."""
+    fa, holds_at = _fortran(a)
+    fb, holds_bt = _fortran(b)
+    lower = int(upper) if holds_at else int(not upper)   # a's triangle, as fa stores it
+    if not holds_bt:   # x = op(fa) b
+        return trmm(1.0, fa, fb, side=0, lower=lower, trans_a=int(holds_at))
+    # fb holds b^T: x^T = b^T tri(a)^T, op(fa) = tri(a)^T; the Fortran result holds x^T
+    return trmm(1.0, fa, fb, side=1, lower=lower, trans_a=int(not holds_at)).T
+
+
 def det(op, a):
     return np.asarray(np.linalg.det(a))
 

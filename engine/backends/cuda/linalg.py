@@ -393,6 +393,14 @@ def triangular_solve(b, op, a, rhs, *, upper, unitriangular):
     return _shaped(x, batch, transpose=True)
 
 
+def triangular_matmul(b, op, a, rhs, *, upper):
+    """``triu(a) @ rhs`` or ``tril(a) @ rhs``: the masked triangle through the backend's
+    matmul (cuBLAS's trmm would halve the multiply-adds; the CUDA tier needs the result)."""
+    n = a.shape[-1]
+    keep = _mask(b, n, n, (lambda i, j: i <= j) if upper else (lambda i, j: i >= j))
+    return matmul.matmul(b, None, _masked(b, a, keep), rhs)
+
+
 def _lu_det(b, a):
     batch, n = batch_of(a), a.shape[-1]
     nb = max(1, math.prod(batch))
