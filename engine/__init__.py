@@ -4,6 +4,7 @@ Tensors live on a device (``ember.Device.cpu()``); their ops run in Numba
 kernels compiled once and cached on disk.  ``import ember`` is fast: Numba is
 loaded when the first op runs, and CUDA only when a CUDA device is used.
 """
+from . import threads  # noqa: F401  (first: OMP_WAIT_POLICY, before any OpenMP runtime loads)
 from . import random
 from .compile import CompileError, compile
 

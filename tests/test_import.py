@@ -29,3 +29,17 @@ def test_first_op_does_not_import_cuda():
     code = "import sys, ember; ember.tensor([1.0]) + 1; print('numba.cuda' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_import_sets_a_passive_openmp_wait_policy_unless_the_user_chose():
+    # at import, before any OpenMP runtime loads (a libgomp that torch loads after ember reads
+    # it too, and Numba's pool may run on that one): engine/threads.py
+    import os
+    code = "import os, ember; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env)
+    assert out.stdout.strip() == "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "OMP_WAIT_POLICY": "ACTIVE"})
+    assert out.stdout.strip() == "ACTIVE"

@@ -13,16 +13,11 @@ and ``parallel`` (``prange`` spread over Numba's threads).  The same template
 serves both: ``prange`` is a plain ``range`` when compiled serially.
 """
 import functools
-import os
 
-# Numba's OpenMP workers spin while idle.  Next to numpy's BLAS threads, or on a
-# busy machine, spinning workers steal the cores the other side needs (measured
-# here: an ember op alternating with a numpy matmul went from 0.2 ms to 40 ms).
-# Sleeping workers cost a few microseconds per parallel launch instead.  Must be
-# set before Numba's thread pool starts; users can still choose otherwise.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numba
 
-import numba  # noqa: E402
+# (``import ember`` has set OMP_WAIT_POLICY=PASSIVE, so Numba's OpenMP workers sleep between
+# parallel kernels: engine/threads.py says why it is set there)
 
 from .. import scalar
 from ..cache import KernelCache

@@ -17,7 +17,7 @@ from ...memory import empty as alloc
 from ..shared import broadcast_strides, merge_dims
 
 # Below this many elements a kernel runs on the calling thread.  Numba's OpenMP
-# workers sleep between launches (OMP_WAIT_POLICY=PASSIVE, see builder.py), so
+# workers sleep between launches (OMP_WAIT_POLICY=PASSIVE, see engine/threads.py), so
 # waking them costs ~30 us: measured here, two threads beat one from about 512K
 # elements for exp and 2M for add.
 PARALLEL_MIN = 1 << 19

@@ -45,7 +45,7 @@ FLUSH = 32             # blocks a float32 sum's lanes take before going into flo
 SPLIT_MIN = 1 << 14    # fewest elements worth a task of their own
 TASKS_PER_THREAD = 4   # enough tasks that uneven ones still balance
 # A fold streams ~15 elements/ns on one core (arg_fold ~8), while a parallel
-# launch with sleeping workers (builder sets OMP_WAIT_POLICY=PASSIVE) costs
+# launch with sleeping workers (engine/threads.py sets OMP_WAIT_POLICY=PASSIVE) costs
 # 10-40 us here: below these sizes one core wins (2-core VM, see perf/).
 FOLD_PARALLEL_MIN = 1 << 21
 ARG_PARALLEL_MIN = 1 << 20
