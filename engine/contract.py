@@ -4,7 +4,7 @@
 runs each pairwise contraction as permutes and reshapes around one batched matmul (BLAS on the
 CPU), so autodiff, fusion and both devices work through Ember's own ops.  Before that, each
 operand's repeated letters become diagonals and letters no one else needs are summed out.
-Paths are cached per (equation, shapes).
+Each (equation, shapes) is planned once (cached): the steps a call then runs.
 """
 import functools
 import math
@@ -92,50 +92,130 @@ def _sizes(terms, shapes, ell):
     return sizes
 
 
-@functools.lru_cache(maxsize=512)
 def _path(equation, shapes):
     import opt_einsum
     return tuple(opt_einsum.contract_path(equation, *shapes, shapes=True, optimize="auto")[0])
 
 
-def _diagonal(x, letters, c):
-    """Merge the dims of repeated letter ``c`` into one (the diagonal)."""
+# What a plan's steps run, on one value and the step's arguments.
+def _DIAGONAL(x, i, j):
     from .linalg import diagonal
-    i = letters.index(c)
-    j = letters.index(c, i + 1)
-    x = diagonal(x, dim1=i, dim2=j)
-    return x, letters[:i] + letters[i + 1:j] + letters[j + 1:] + c
+    return diagonal(x, dim1=i, dim2=j)
 
 
-def _prepare(x, letters, needed):
+def _SUM(x, dims):
+    return x.sum(dims)
+
+
+def _EXPAND(x, shape):
+    return x.expand(*shape)
+
+
+def _PERMUTE(x, order):
+    return x.permute(*order)
+
+
+def _RESHAPE(x, shape):
+    return x.reshape(*shape)
+
+
+class _Plan:
+    """The steps of one einsum, on value slots: the operands are slots 0..n-1 and each step
+    ``(fn, slot, *args)`` (or ``(None, a, b)``, a matmul) fills the next slot."""
+
+    def __init__(self, n):
+        self.n = n
+        self.steps = []
+
+    def emit(self, fn, *args):
+        self.steps.append((fn, *args))
+        return self.n + len(self.steps) - 1
+
+    def shaped(self, s, shape, target):
+        return s if tuple(shape) == tuple(target) else self.emit(_RESHAPE, s, tuple(target))
+
+    def permuted(self, s, letters, order):
+        if list(letters) == list(order):
+            return s
+        return self.emit(_PERMUTE, s, tuple(letters.index(c) for c in order))
+
+    def expanded(self, s, shape, letters, sizes):
+        target = tuple(sizes[c] for c in letters)
+        return s if not letters or tuple(shape) == target else self.emit(_EXPAND, s, target)
+
+
+def _prepare(plan, s, letters, shape, needed):
+    """Repeated letters of one value become its diagonal; letters no one else needs are
+    summed out."""
+    shape = list(shape)
     while any(letters.count(c) > 1 for c in letters):
         c = next(c for c in letters if letters.count(c) > 1)
-        x, letters = _diagonal(x, letters, c)
+        i = letters.index(c)
+        j = letters.index(c, i + 1)
+        s = plan.emit(_DIAGONAL, s, i, j)
+        n = min(shape[i], shape[j])
+        shape = shape[:i] + shape[i + 1:j] + shape[j + 1:] + [n]
+        letters = letters[:i] + letters[i + 1:j] + letters[j + 1:] + c
     private = tuple(i for i, c in enumerate(letters) if c not in needed)
     if private:
-        x = x.sum(private)
+        s = plan.emit(_SUM, s, private)
+        shape = [n for c, n in zip(letters, shape) if c in needed]
         letters = "".join(c for c in letters if c in needed)
-    return x, letters
+    return s, letters, tuple(shape)
 
 
-def _pair(a, la, b, lb, keep, sizes):
-    """Contract ``a`` (letters ``la``) with ``b`` over the letters they share that ``keep``
-    does not need: one batched matmul."""
+def _pair(plan, a, b, keep, sizes):
+    """Contract value ``a = (slot, letters, shape)`` with ``b`` over the letters they share
+    that ``keep`` does not need: one batched matmul."""
+    (sa, la, _), (sb, lb, _) = a, b
     batch = [c for c in la if c in lb and c in keep]
     summed = [c for c in la if c in lb and c not in keep]
     fa = [c for c in la if c not in lb]
     fb = [c for c in lb if c not in la]
 
-    def arranged(x, letters, order):
-        x = x.expand(*[sizes[c] for c in letters]) if x.ndim else x
-        return x.permute(*[letters.index(c) for c in order]) if order else x
+    def arranged(value, order, target):
+        s, letters, shape = value
+        s = plan.expanded(s, shape, letters, sizes)
+        s = plan.permuted(s, letters, order)
+        return plan.shaped(s, [sizes[c] for c in order], target)
 
     nb = [sizes[c] for c in batch]
     ma, mb, k = (math.prod(sizes[c] for c in cs) for cs in (fa, fb, summed))
-    a2 = arranged(a, la, batch + fa + summed).reshape(*nb, ma, k)
-    b2 = arranged(b, lb, batch + summed + fb).reshape(*nb, k, mb)
-    out = (a2 @ b2).reshape(*(nb + [sizes[c] for c in fa + fb]))
-    return out, "".join(batch + fa + fb)
+    a2 = arranged(a, batch + fa + summed, nb + [ma, k])
+    b2 = arranged(b, batch + summed + fb, nb + [k, mb])
+    out = plan.emit(None, a2, b2)
+    shape = nb + [sizes[c] for c in fa + fb]
+    return plan.shaped(out, nb + [ma, mb], shape), "".join(batch + fa + fb), tuple(shape)
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(equation, shapes):
+    """The steps of ``einsum(equation)`` on operands of these shapes (errors name the op)."""
+    terms, out = _parse(equation, shapes)
+    ell = set(c for c in out if c not in equation)
+    sizes = _sizes(terms, shapes, ell | set(c for c in "".join(terms) if c not in equation))
+    plan = _Plan(len(shapes))
+    values = list(zip(range(len(shapes)), terms, shapes))
+    for i, (s, letters, shape) in enumerate(values):
+        others = set(out).union(*(set(v[1]) for j, v in enumerate(values) if j != i))
+        values[i] = _prepare(plan, s, letters, shape, others)
+    if len(values) > 1:
+        eq = ",".join(v[1] for v in values) + "->" + out
+        for step in _path(eq, tuple(tuple(sizes[c] for c in v[1]) for v in values)):
+            group = [values.pop(p) for p in sorted(step, reverse=True)][::-1]
+            x = group[0]
+            for gi, y in enumerate(group[1:], start=2):
+                later = [set(v[1]) for v in group[gi:]]
+                x = _pair(plan, x, y, set(out).union(*(set(v[1]) for v in values), *later),
+                          sizes)
+            if len(group) == 1:
+                x = _prepare(plan, *x, set(out).union(*(set(v[1]) for v in values)))
+            values.append(x)
+    (x,) = values
+    s, lx, shape = _prepare(plan, *x, set(out))
+    s = plan.expanded(s, shape, lx, sizes)
+    s = plan.permuted(s, lx, out)
+    return tuple(plan.steps)
 
 
 def einsum(equation, *operands):
@@ -149,36 +229,14 @@ def einsum(equation, *operands):
     if not operands:
         raise ValueError("einsum: give at least one operand")
     _check_tensors("einsum", operands)
-    shapes = [tuple(t.shape) for t in operands]
-    terms, out = _parse(equation, shapes)
-    ell = set(c for c in out if c not in equation)
-    sizes = _sizes(terms, shapes, ell | set(c for c in "".join(terms) if c not in equation))
+    steps = _plan(equation, tuple(tuple(t.shape) for t in operands))
     dtype = operands[0]._dtype
     for t in operands[1:]:
         dtype = dt.promote(dtype, t._dtype)
-    xs = [t.cast(dtype) for t in operands]
-    letters = list(terms)
-    for i in range(len(xs)):
-        others = set(out).union(*(set(t) for j, t in enumerate(letters) if j != i))
-        xs[i], letters[i] = _prepare(xs[i], letters[i], others)
-    if len(xs) > 1:
-        eq = ",".join(letters) + "->" + out
-        for step in _path(eq, tuple(tuple(sizes[c] for c in t) for t in letters)):
-            picked = sorted(step, reverse=True)
-            group = [(xs.pop(p), letters.pop(p)) for p in picked][::-1]
-            x, lx = group[0]
-            for gi, (y, ly) in enumerate(group[1:], start=2):
-                later = [set(l) for _, l in group[gi:]]
-                x, lx = _pair(x, lx, y, ly, set(out).union(*map(set, letters), *later), sizes)
-            if len(group) == 1:
-                x, lx = _prepare(x, lx, set(out).union(*map(set, letters)))
-            xs.append(x)
-            letters.append(lx)
-    (x,), (lx,) = xs, letters
-    x, lx = _prepare(x, lx, set(out))
-    if x.ndim and sizes and tuple(x.shape) != tuple(sizes[c] for c in lx):
-        x = x.expand(*[sizes[c] for c in lx])
-    return x.permute(*[lx.index(c) for c in out]) if out else x
+    values = [t.cast(dtype) for t in operands]
+    for fn, s, *args in steps:
+        values.append(values[s] @ values[args[0]] if fn is None else fn(values[s], *args))
+    return values[-1]
 
 
 def tensordot(a, b, dims=2):

@@ -383,9 +383,17 @@ def test_contractions_against_numpy():
                     ("i,i", (a[0], a[1])), ("bij,bjk->bik", (rng.standard_normal((2, 3, 4)),
                                                               rng.standard_normal((2, 4, 2)))),
                     ("...j,j->...", (rng.standard_normal((2, 3, 4)), a[0])),
-                    ("ijk,jl->ikl", (rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 2))))]:
-        np.testing.assert_allclose(ember.einsum(eq, *map(e, ops)).numpy(), np.einsum(eq, *ops),
-                                   rtol=1e-12, atol=1e-12, err_msg=eq)
+                    ("ijk,jl->ikl", (rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 2)))),
+                    ("...ij,...jk->...ik", (rng.standard_normal((1, 3, 4)),
+                                            rng.standard_normal((2, 4, 2)))),
+                    ("iij,jk->ik", (rng.standard_normal((3, 3, 4)), b)),
+                    ("ij,jk->i", (a, b)), ("ijk->", (rng.standard_normal((2, 3, 4)),)),
+                    ("i,j,k->ijk", (a[0], c[0], b[0]))]:
+        # twice, the second time on other values: each (equation, shapes) is planned once
+        for scale in (1.0, -2.5):
+            ops = tuple(o * scale for o in ops)
+            np.testing.assert_allclose(ember.einsum(eq, *map(e, ops)).numpy(), np.einsum(eq, *ops),
+                                       rtol=1e-12, atol=1e-12, err_msg=eq)
     assert ember.einsum("ij,jk->ik", [e(a), e(b)]).shape == (3, 5)
     np.testing.assert_allclose(ember.tensordot(e(a), e(b), dims=1).numpy(), np.tensordot(a, b, 1))
     np.testing.assert_allclose(ember.tensordot(e(a), e(a), dims=([0, 1], [0, 1])).numpy(),
