@@ -2,7 +2,8 @@
 
     python -m perf run [--suite NAME[,NAME]|all] [--device cpu|cuda] [--quick] [--json FILE] [-k TEXT]
                        [--no-torch]
-    python -m perf compare BASE.json NEW.json [--threshold 0.1] [--format table|markdown|json]
+    python -m perf compare BASE.json[,BASE2.json ...] NEW.json[,NEW2.json ...]
+                           [--threshold 0.1] [--format table|markdown|json]
     python -m perf report FILE.json [--plot out.png]
     python -m perf validate FILE.json [FILE.json ...]
 
@@ -39,8 +40,10 @@ def parser():
                      help="do not import PyTorch, even when it is installed (no torch column)")
 
     cmp = sub.add_parser("compare", help="compare two results files (exit 1 on a regression)")
-    cmp.add_argument("base", metavar="BASE.json")
-    cmp.add_argument("new", metavar="NEW.json")
+    cmp.add_argument("base", metavar="BASE.json",
+                     help="a results file, or several runs of one tree separated by commas "
+                          "(their samples are pooled per row)")
+    cmp.add_argument("new", metavar="NEW.json", help="the same, of the new tree")
     cmp.add_argument("--threshold", type=float, default=0.1,
                      help="smallest relative change that counts (default 0.1: 10%%)")
     cmp.add_argument("--format", choices=("table", "markdown", "json"), default="table")
@@ -64,7 +67,8 @@ def cmd_run(args):
 def cmd_compare(args):
     from perf import compare
 
-    base, new = schema.load(args.base), schema.load(args.new)
+    base, new = (compare.pool([schema.load(p) for p in files.split(",")])
+                 for files in (args.base, args.new))
     comparisons = compare.compare(base, new, args.threshold)
     differences = compare.environment_differences(base, new)
     warnings = compare.load_warnings(base, new)

@@ -9,6 +9,11 @@ Exit status: 1 when a row is ``slower`` (beyond the threshold and the noise) or 
 0 otherwise.  Informational rows (ratios derived from other rows) never fail.
 ``numpy new/base`` shows how numpy's own time moved between the runs: when it moved as much
 as Ember's, the machine changed, not Ember.
+
+Either side may be several runs of one tree (``BASE1.json,BASE2.json``), taken in turn with the
+other tree's (base, new, new, base, ...) on a machine whose speed drifts: ``pool`` makes them one
+document whose rows hold every run's samples, so a row's median and its noise band span the
+drift that alternation exposed to both trees alike.
 """
 import json
 import math
@@ -65,6 +70,42 @@ def compare_rows(b, n, threshold):
     else:
         c.verdict, c.reason = "skipped", f"NEW is {n['status']}: {n['error']}"
     return c
+
+
+def pool(docs):
+    """One document from several runs of one tree: rows matched by name (the first run's order,
+    then rows only later runs have); a row ok in every run that has it gets each library's
+    samples pooled and summarised again, any other row is the first run's not-ok one; the
+    environment is the first run's, with the highest load average of all."""
+    from ember.benchmark import summarize
+
+    if len(docs) == 1:
+        return docs[0]
+    by_name = {}
+    for doc in docs:
+        for r in doc["rows"]:
+            by_name.setdefault(r["name"], []).append(r)
+    rows = []
+    for name, runs in by_name.items():
+        if any(r["status"] != "ok" for r in runs):
+            rows.append(next(r for r in runs if r["status"] != "ok"))
+            continue
+        results = {}
+        for lib in runs[0]["results"]:
+            parts = [r["results"].get(lib) for r in runs]
+            if any(s is None for s in parts):
+                continue
+            samples = [x for s in parts for x in (s.get("samples") or [s["median"]])]
+            stats = summarize(samples).__dict__.copy()
+            stats.update(number=None, samples=samples)
+            results[lib] = stats
+        rows.append(dict(runs[0], results=results))
+    env = dict(docs[0].get("environment", {}))
+    loads = [d.get("environment", {}).get("loadavg") for d in docs]
+    loads = [x for x in loads if x]
+    if loads:
+        env["loadavg"] = [max(x[i] for x in loads) for i in range(len(loads[0]))]
+    return dict(docs[0], environment=env, rows=rows)
 
 
 def compare(base_doc, new_doc, threshold=0.1):

@@ -288,6 +288,36 @@ def test_compare_notes_machine_drift(tmp_path, capsys):
     assert "another cpu" in out
 
 
+def test_compare_pools_alternating_runs(tmp_path, capsys):
+    # the machine ran 1.3x slower during the second pair: base1 new1 (fast), new2 base2 (slow)
+    base1 = document([row("op", TIGHT, numpy=TIGHT), row("flaky", TIGHT), row("gone", TIGHT)])
+    new1 = document([row("op", TIGHT, 1.02), row("flaky", TIGHT), row("added", TIGHT)])
+    new2 = document([row("op", TIGHT, 1.3 * 1.02), row("flaky", status="error", error="E: boom")])
+    base2 = document([row("op", TIGHT, 1.3, numpy=TIGHT), row("flaky", TIGHT)])
+    base2["environment"]["loadavg"] = [1.8, 1.5, 1.0]
+    files = {name: write(tmp_path, f"{name}.json", doc)
+             for name, doc in (("b1", base1), ("n1", new1), ("n2", new2), ("b2", base2))}
+
+    pooled = compare.pool([base1, base2])
+    op = {r["name"]: r for r in pooled["rows"]}["op"]["results"]
+    samples = TIGHT + [x * 1.3 for x in TIGHT]
+    assert op["ember"]["samples"] == samples and op["ember"]["n"] == 10
+    assert op["ember"]["median"] == pytest.approx(summarize(samples).median)
+    assert op["numpy"]["samples"] == TIGHT + TIGHT
+    assert [r["name"] for r in pooled["rows"]] == ["op", "flaky", "gone"]
+    assert pooled["environment"]["loadavg"] == [1.8, 1.5, 1.0]
+
+    # alone, the second pair says "slower" (1.3x); pooled, the drift is in both trees' samples
+    assert compare.compare(base1, new2)[0].verdict == "slower"
+    comparisons = {c.name: c for c in compare.compare(pooled, compare.pool([new1, new2]))}
+    assert comparisons["op"].verdict == "same" and comparisons["op"].ratio == pytest.approx(1.02)
+    assert comparisons["flaky"].verdict == "broken"        # an error in any run is not pooled away
+    assert cli.main(["compare", f"{files['b1']},{files['b2']}", f"{files['n1']},{files['n2']}"]) == 1
+    out = capsys.readouterr().out
+    assert "busy during BASE" in out and "only in new" in out
+    assert cli.main(["compare", f"{files['b1']},{tmp_path / 'missing.json'}", files["n1"]]) == 2
+
+
 # --- schema ------------------------------------------------------------------------------------
 V0 = {"environment": {"date": "2024-12-01T00:00:00+00:00", "cpu": "AMD EPYC", "repeats": 5},
       "rows": [{"name": "add 1M f32", "ember_s": 0.0012, "numpy_s": 0.0004, "numpy_out_s": 0.0003,
