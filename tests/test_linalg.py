@@ -224,7 +224,7 @@ PRODUCT_TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.compl
 
 
 @pytest.mark.parametrize("dtype", list(PRODUCT_TOL), ids=lambda d: d.__name__)
-def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypatch):
+def test_large_products_run_in_scipys_gemm_once_scipy_served_ember(dtype, monkeypatch):
     # (144 x 160) @ (160 x 96): 2 211 840 multiply-adds, above GEMM_MIN_WORK
     rng = np.random.default_rng(9)
     a, b = (rng.standard_normal(s) * (1 + 1j if np.dtype(dtype).kind == "c" else 1)
@@ -235,6 +235,19 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
     real = cpu_linalg._blas
     monkeypatch.setattr(cpu_linalg, "_blas", lambda name, x: calls.append(name) or real(name, x))
     want = a.astype(np.complex128) @ b.astype(np.complex128)
+    tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100)
+    # until a SciPy routine has served Ember, numpy's matmul serves the product, SciPy loaded
+    # or not (Numba loads it by the first kernel), in eager and compiled calls alike
+    monkeypatch.setattr(cpu_linalg, "_scipy_in_use", False)
+    assert "scipy.linalg.blas" in sys.modules          # (this module imports scipy.linalg)
+    np.testing.assert_allclose(cpu_linalg.matmul(a, b), want, **tol)
+    product = ember.compile(lambda x, y: x @ y)
+    for _ in range(2):
+        np.testing.assert_allclose(product(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
+    assert calls == []
+    # a Cholesky factor through SciPy's potrf: from then on every large product runs in its pool
+    ember.linalg.cholesky(ember.from_numpy(np.eye(3, dtype=dtype) * 2))
+    assert cpu_linalg._scipy_in_use
     for (ka, xa), (kb, xb) in [(p, q) for p in _layouts(a).items() for q in _layouts(b).items()]:
         got = cpu_linalg.matmul(xa, xb)
         assert got.dtype == dtype and got.shape == (144, 96) and got.flags.c_contiguous, (ka, kb)
@@ -249,7 +262,6 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
     assert calls == ["gemm"]
     # the same product through the tensor, forward and backward (the gradients' operands
     # are transposed views)
-    tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100)
     if np.dtype(dtype).kind == "f":
         ta, tb = (ember.from_numpy(x).autodiff().require_grad() for x in (a, b))
         out = ta @ tb
@@ -259,17 +271,11 @@ def test_large_products_run_in_scipys_gemm_once_scipy_is_loaded(dtype, monkeypat
         np.testing.assert_allclose(ta.grad(back).numpy(), ones @ b.T, **tol)
         np.testing.assert_allclose(tb.grad(back).numpy(), a.T @ ones, **tol)
         assert calls.count("gemm") >= 1 + 3   # the 64^3 product, then forward and backward
-    # and in a compiled step's replay
-    product = ember.compile(lambda x, y: x @ y)
+    # and in a compiled step's replay (the one traced above)
     for _ in range(3):
         calls.clear()
         np.testing.assert_allclose(product(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
         assert calls == ["gemm"]
-    # without SciPy's BLAS loaded, numpy's matmul serves the product (no SciPy import)
-    calls.clear()
-    monkeypatch.delitem(sys.modules, "scipy.linalg.blas")
-    np.testing.assert_allclose(cpu_linalg.matmul(a, b), want, **tol)
-    assert calls == [] and "scipy.linalg.blas" not in sys.modules
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128], ids=lambda d: d.__name__)

@@ -12,13 +12,12 @@ Which library serves which op (docs/decisions.md, "Linear algebra: libraries"):
 - det, slogdet, eigh, svd and qr: numpy's gufuncs, batched or not;
 - a batch of ``SMALL_MIN_BATCH`` or more matrices of order <= ``SMALL_N``: the Numba kernels of
   ``kernels/cpu/linalg.py`` (one compiled call for the whole batch);
-- matmul: ``np.matmul`` (numpy's OpenBLAS), except a large 2-D product once SciPy's BLAS is
-  loaded, which runs in SciPy's ``gemm`` (``matmul`` says why).
+- matmul: ``np.matmul`` (numpy's OpenBLAS), except a large 2-D product once a SciPy routine
+  has served Ember in this process, which runs in SciPy's ``gemm`` (``matmul`` says why).
 
 SciPy is imported on the first call that needs it, never by ``import ember``.
 """
 import math
-import sys
 
 import numpy as np
 
@@ -34,13 +33,22 @@ SMALL_MIN_BATCH = 8
 PARALLEL_MIN_WORK = 1 << 21
 
 
+# True once a SciPy LAPACK or BLAS routine has run for Ember in this process: from then on its
+# large products run in SciPy's pool too (``matmul``)
+_scipy_in_use = False
+
+
 def _lapack(name, a):
+    global _scipy_in_use
     from scipy.linalg import lapack
+    _scipy_in_use = True
     return lapack.get_lapack_funcs(name, (a,))
 
 
 def _blas(name, a):
+    global _scipy_in_use
     from scipy.linalg import blas
+    _scipy_in_use = True
     return blas.get_blas_funcs(name, (a,))
 
 
@@ -57,13 +65,14 @@ def matmul(a, b):
     workers spin for ~0.1 s after each call (OpenBLAS's thread timeout, 2^28 cycles) before they
     sleep.  A numpy product between two SciPy factorisations or solves ran at a third to a half
     of its speed, the cores taken by the other pool's spinning worker, and the solve after it
-    the same.  So once SciPy's BLAS is loaded (Numba loads it, for its own ``np.linalg``
-    support, by the first kernel Ember runs), a 2-D product of at least ``GEMM_MIN_WORK``
-    multiply-adds runs in SciPy's ``gemm``: a linear-algebra workload then does its large BLAS
-    calls in one pool.  Before that, importing SciPy (~140 ms) for a product would cost more
-    than it saves."""
-    blas = sys.modules.get("scipy.linalg.blas")
-    if (blas is not None and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
+    the same.  So once a SciPy routine has served Ember in this process (a factorisation, a
+    solve or a triangular product of ``ember.linalg``), a 2-D product of at least
+    ``GEMM_MIN_WORK`` multiply-adds runs in SciPy's ``gemm``: a linear-algebra workload then
+    does its large BLAS calls in one pool.  Until then numpy's pool serves every product: its
+    OpenBLAS (0.3.31 with numpy 2.4) ran a 1024^2 float32 product 6-8 % faster than SciPy's
+    (0.3.30), and a test of ``sys.modules`` would not do, because Numba loads ``scipy.linalg``
+    (for its own ``np.linalg`` support) by the first kernel Ember runs."""
+    if (_scipy_in_use and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
             and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
         # C = A B as C^T = B^T A^T: the Fortran-ordered result read back transposed is C in
         # C order, and neither operand is copied
