@@ -436,16 +436,12 @@ def _check_phase(name, what, imag_diag):
 
 
 def _cholesky_grad(s, g):
-    # gA = L^-H Phi L^-1, Phi = the Hermitian part of tril(L^H gL) (torch's cholesky_backward)
+    # gA = L^-H Phi L^-1, Phi = the Hermitian part of tril(L^H gL) (torch's cholesky_backward):
+    # one IR op, which the CPU backend computes by blocks for a real matrix
     L = s.out
     if s.params["upper"]:
         L, g = _mH(L), _mH(g)
-    # tril(L^H gL) by trmm: L^H is triangular (half a gemm's multiply-adds)
-    m = dispatch.apply(Op.TRIANGULAR_MATMUL, _mH(L), g, upper=True).tril()
-    phi = (m + _mH(m.tril(-1))) * 0.5
-    la = _la()
-    y = la.solve_triangular(_mH(L), phi, upper=True)
-    return (la.solve_triangular(L, y, upper=False, left=False),)
+    return (dispatch.apply(Op.CHOLESKY_BACKWARD, L, g),)
 
 
 def _triangular_solve_grad(s, g):

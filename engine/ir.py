@@ -165,6 +165,7 @@ class Op(enum.Enum):
     CHOLESKY = ("cholesky", FLTC)                  # params: upper
     TRIANGULAR_SOLVE = ("triangular_solve", FLTC)  # (a, b): params upper, unitriangular
     TRIANGULAR_MATMUL = ("triangular_matmul", FLTC)  # (a, b): triu(a) or tril(a) @ b; param upper
+    CHOLESKY_BACKWARD = ("cholesky_backward", FLTC)  # (l, gl): a's gradient from lower factor l's gl
     SOLVE = ("solve", FLTC)                        # (a, b): LU with partial pivoting
     INV = ("inv", FLTC)                            # LU, then getri (CPU) / getrs with I (CUDA)
     DET = ("det", FLTC)

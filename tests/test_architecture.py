@@ -36,6 +36,7 @@ NEVER_RECORDED = {
     Op.FULL: "creation: no tensor input", Op.ARANGE: "creation: no tensor input",
     Op.RANDOM: "creation: no tensor input", Op.FROM_HOST: "creation: no tensor input",
     Op.TO_HOST: "returns a host array",
+    Op.CHOLESKY_BACKWARD: "applied by CHOLESKY's gradient rule to saved values, never tracked",
 }
 
 

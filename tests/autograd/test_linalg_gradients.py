@@ -342,3 +342,33 @@ def test_cholesky_gradient_past_the_small_matrices_matches_torch(upper, device):
     ta = torch.tensor(a, requires_grad=True)
     (torch.linalg.cholesky(ta, upper=upper) * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(got.numpy(), ta.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize("upper", [False, True], ids=["lower", "upper"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["one", "batch2"])
+def test_cholesky_gradient_by_blocks_matches_torch(batch, dtype, upper, device, monkeypatch):
+    # blocks of 16: a 40 x 40 real factor runs the CPU backend's blocked algorithm over three
+    # blocks (16, 16 and a ragged 8); complex input, and CUDA, run the formula
+    from ember.backends.cpu import linalg as cpu_linalg
+    monkeypatch.setattr(cpu_linalg, "CHOLESKY_BACKWARD_BLOCK", 16)
+    blocked = []
+    real = cpu_linalg._cholesky_backward_blocked
+    monkeypatch.setattr(cpu_linalg, "_cholesky_backward_blocked",
+                        lambda *a: blocked.append(1) or real(*a))
+    rng = np.random.default_rng(12)
+    cplx = np.dtype(dtype).kind == "c"
+    x = rng.standard_normal(batch + (40, 40)) + (1j * rng.standard_normal(batch + (40, 40)) if cplx else 0)
+    a = x @ np.conj(np.swapaxes(x, -1, -2)) + 40 * np.eye(40)
+    w = rng.standard_normal(batch + (40, 40)) + (1j * rng.standard_normal(batch + (40, 40)) if cplx else 0)
+    ed = {np.float64: ember.float64, np.float32: ember.float32, np.complex128: ember.complex128}[dtype]
+    leaf = ember.tensor(a.astype(dtype), dtype=ed, device=device).require_grad()
+    loss = (ember.linalg.cholesky(leaf, upper=upper) * ember.tensor(w.astype(dtype), dtype=ed, device=device))
+    got = leaf.grad((loss.real if cplx else loss).sum().backward())
+    ta = torch.tensor(a.astype(dtype), requires_grad=True)
+    tl = torch.linalg.cholesky(ta, upper=upper) * torch.tensor(w.astype(dtype))
+    (tl.real if cplx else tl).sum().backward()
+    tol = 2e-4 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(got.numpy(), ta.grad.numpy(), rtol=tol, atol=tol * 1e-2)
+    assert len(blocked) == (max(1, int(np.prod(batch))) if not cplx and device.type == "cpu" else 0)

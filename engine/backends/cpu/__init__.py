@@ -129,7 +129,7 @@ _TABLE = check_table("CpuBackend", {
     Op.SLICE_ASSIGN: _slice_assign,
     Op.CAT: _cat,
     Op.CHOLESKY: linalg.cholesky, Op.TRIANGULAR_SOLVE: linalg.triangular_solve,
-    Op.TRIANGULAR_MATMUL: linalg.triangular_matmul,
+    Op.TRIANGULAR_MATMUL: linalg.triangular_matmul, Op.CHOLESKY_BACKWARD: linalg.cholesky_backward,
     Op.SOLVE: linalg.solve, Op.INV: linalg.inv, Op.DET: linalg.det, Op.SLOGDET: linalg.slogdet,
     Op.EIGH: linalg.eigh, Op.SVD: linalg.svd, Op.QR: linalg.qr, Op.PINV: linalg.pinv,
     Op.FFT: lambda op, x, *, dims, inverse, norm, dtype: fft.fft(x, dims, inverse, norm),

@@ -401,6 +401,25 @@ def triangular_matmul(b, op, a, rhs, *, upper):
     return matmul.matmul(b, None, _masked(b, a, keep), rhs)
 
 
+def cholesky_backward(b, op, l, gl):
+    """torch's ``cholesky_backward`` from lower factor ``l`` and its gradient ``gl``:
+    ``L^-H Phi L^-1``, ``Phi`` the Hermitian part of ``tril(L^H gL)`` (its diagonal halved), by
+    the formula (the CPU backend's blocked algorithm is for a later cuSOLVER stop)."""
+    nbatch, n = l.ndim - 2, l.shape[-1]
+    dtype = np.result_type(l.dtype, gl.dtype)
+    if l.size == 0:
+        return ew.full(b, l.shape, 0, dtype)
+    lh = _adjoint(b, l, nbatch)
+    m = triangular_matmul(b, op, lh, gl, upper=True)
+    low = _masked(b, m, _mask(b, n, n, lambda i, j: i >= j))
+    strict = _masked(b, m, _mask(b, n, n, lambda i, j: i > j))
+    phi = ew.map(b, "add", [low, _adjoint(b, strict, nbatch)], b.empty(l.shape, dtype))
+    phi = ew.map(b, "mul", [phi, ew.full(b, (), 0.5, dtype)], phi)
+    y = triangular_solve(b, op, lh, phi, upper=True, unitriangular=False)       # L^-H Phi
+    x = triangular_solve(b, op, lh, _adjoint(b, y, nbatch), upper=True, unitriangular=False)
+    return _adjoint(b, x, nbatch)                                                # y L^-1
+
+
 def _lu_det(b, a):
     batch, n = batch_of(a), a.shape[-1]
     nb = max(1, math.prod(batch))
