@@ -172,6 +172,19 @@ def linalg_bench(dev, n=1024):
     for name, fn in cases:
         t = _time(fn, dev, repeat=5)
         print(f"{'linalg.' + name + f' {n} f64':28s} {t * 1e3:9.3f} ms")
+    # the Cholesky gradient (CHOLESKY_BACKWARD: the formula on CUDA), against the CPU's blocks
+    weights = rng.standard_normal((n, n))
+
+    def cholesky_grad(device):
+        leaf = ember.tensor(spd, dtype=ember.float64, device=device).autodiff().require_grad()
+        loss = (la.cholesky(leaf) * ember.tensor(weights, dtype=ember.float64, device=device)).sum()
+        return leaf.grad(loss.backward())
+
+    want = cholesky_grad(ember.Device.cpu()).numpy()
+    err = np.abs(cholesky_grad(dev).numpy() - want).max() / np.abs(want).max()
+    t = _time(lambda: cholesky_grad(dev), dev, repeat=3)
+    print(f"{'cholesky value + grad ' + f'{n} f64':28s} {t * 1e3:9.3f} ms  (relative error "
+          f"against the CPU {err:.2e})")
     # complex128 (the z routines; eigh conjugates the vendor's vectors): checked, then timed
     z = a + 1j * rng.standard_normal((n, n))
     herm = z @ z.conj().T + n * np.eye(n)
