@@ -317,12 +317,13 @@ def test_triangular_solves_take_any_layout(batch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: d.__name__)
 def test_one_matrix_svd_and_qr_take_any_layout(dtype):
     # one matrix's QR goes to geqrf + orgqr directly: every layout, wide and tall, every
-    # mode, against numpy (and the SVD, numpy's, alongside)
+    # mode, against numpy; the SVD (gesdd) alongside
     rng = np.random.default_rng(11)
     tol = dict(atol=PRODUCT_TOL[dtype] * 100)
     for shape in [(7, 4), (4, 7), (5, 5), (1, 3), (3, 1)]:
         a = rng.standard_normal(shape).astype(dtype)
         for kind, x in _layouts(a).items():
+            before = x.copy()
             t = ember.from_numpy(x)
             for mode in ("reduced", "complete"):
                 q, r = LA.qr(t, mode=mode)
@@ -342,7 +343,13 @@ def test_one_matrix_svd_and_qr_take_any_layout(dtype):
                                            err_msg=f"{shape} {kind} full={full}")
                 for w in (u.numpy(), vh.numpy().conj().T):   # orthonormal columns
                     np.testing.assert_allclose(w.conj().T @ w, np.eye(w.shape[1]), **tol)
+                if np.dtype(dtype) in (np.float64, np.complex128):
+                    # SciPy's gesdd on a Fortran copy, as numpy's gufunc: the same vectors,
+                    # signs included (scikit-learn's LDA output follows them)
+                    np.testing.assert_allclose(u.numpy(), nu, **tol)
+                    np.testing.assert_allclose(vh.numpy(), nvh, **tol)
             np.testing.assert_allclose(LA.svdvals(t).numpy(), np.linalg.svd(a, compute_uv=False), **tol)
+            np.testing.assert_array_equal(x, before)   # gesdd destroys its input: never the caller's
 
 
 def test_decompositions_reconstruct_their_input():
