@@ -1,7 +1,7 @@
 """``python -m perf``: run the benchmark suites, compare two runs, report one, validate a file.
 
     python -m perf run [--suite NAME[,NAME]|all] [--device cpu|cuda] [--quick] [--json FILE] [-k TEXT]
-                       [--no-torch]
+                       [--no-torch] [--shard K/N]
     python -m perf compare BASE.json[,BASE2.json ...] NEW.json[,NEW2.json ...]
                            [--threshold 0.1] [--format table|markdown|json]
     python -m perf report FILE.json [--plot out.png]
@@ -38,6 +38,9 @@ def parser():
                      help="only the benchmarks whose name contains TEXT")
     run.add_argument("--no-torch", action="store_true",
                      help="do not import PyTorch, even when it is installed (no torch column)")
+    run.add_argument("--shard", metavar="K/N",
+                     help="only every N-th benchmark case, from the K-th: N processes with K = "
+                          "1..N run every case between them (make perf-smoke runs two)")
 
     cmp = sub.add_parser("compare", help="compare two results files (exit 1 on a regression)")
     cmp.add_argument("base", metavar="BASE.json",

@@ -87,7 +87,19 @@ def run_case(case, settings):
     return rows
 
 
-def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, torch=True):
+def parse_shard(text):
+    """``"K/N"`` -> (K, N), 1 <= K <= N; ValueError otherwise."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes K/N (e.g. 1/2), not {text!r}") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text}: K must be between 1 and N")
+    return k, n
+
+
+def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, torch=True,
+        shard=None):
     """Runs the suites; returns the results document (schema version ``schema.SCHEMA_VERSION``).
 
     ``torch=False`` leaves PyTorch out (not even imported: its thread pools stay out of the
@@ -96,6 +108,8 @@ def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, t
     settings = suites.Settings(device=device, torch=optional_torch() if torch else None, **opts)
     selected = [c for c in suites.cases(suite_names, device)
                 if any(name_filter in n for n in c.names)]
+    if shard is not None:   # (k, n): every n-th case from the k-th, so n processes share them
+        selected = selected[shard[0] - 1::shard[1]]
     bar = Progress(len(selected)) if progress else None
     rows = []
     for i, case in enumerate(selected):
@@ -112,7 +126,8 @@ def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, t
         "schema": schema.SCHEMA, "schema_version": schema.SCHEMA_VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "settings": {"quick": quick, "suites": list(suite_names), "device": device,
-                     "filter": name_filter, "torch": settings.torch is not None, **opts},
+                     "filter": name_filter, "torch": settings.torch is not None,
+                     "shard": None if shard is None else f"{shard[0]}/{shard[1]}", **opts},
         "environment": environment(),
         "rows": rows,
     }
@@ -121,9 +136,10 @@ def run(suite_names, quick=False, device="cpu", name_filter="", progress=True, t
 def main(args):
     names = suites.SUITES if args.suite == "all" else args.suite.split(",")
     try:
+        shard = parse_shard(args.shard) if getattr(args, "shard", None) else None
         doc = run(names, quick=args.quick, device=args.device, name_filter=args.k,
-                  torch=not getattr(args, "no_torch", False))
-    except ValueError as e:   # an unknown suite
+                  torch=not getattr(args, "no_torch", False), shard=shard)
+    except ValueError as e:   # an unknown suite, a bad --shard
         print(f"perf run: {e}", file=sys.stderr)
         return 2
     print()

@@ -415,6 +415,26 @@ def test_run_writes_a_valid_file(tmp_path, capsys):
     assert cli.main(["run", "--suite", "nonsense"]) == 2
 
 
+def test_shards_share_the_cases(tmp_path, capsys):
+    # make perf-smoke's two processes: every other case each, together every case once
+    # (the cuda suite's cases end at once without a GPU)
+    names = {}
+    for k in (1, 2):
+        path = str(tmp_path / f"shard{k}.json")
+        assert cli.main(["run", "--quick", "--suite", "cuda", "--shard", f"{k}/2", "--json", path]) == 0
+        doc = json.loads(Path(path).read_text())
+        assert schema.validate(doc) == [] and doc["settings"]["shard"] == f"{k}/2"
+        names[k] = [r["name"] for r in doc["rows"]]
+    whole = str(tmp_path / "whole.json")
+    assert cli.main(["run", "--quick", "--suite", "cuda", "--json", whole]) == 0
+    every = [r["name"] for r in json.loads(Path(whole).read_text())["rows"]]
+    assert len(every) > 2 and names[1] == every[0::2] and names[2] == every[1::2]
+    capsys.readouterr()
+    for bad in ("3/2", "0/2", "1-2", "x/2"):
+        assert cli.main(["run", "--quick", "--suite", "cuda", "--shard", bad]) == 2
+        assert "--shard" in capsys.readouterr().err
+
+
 def test_run_without_torch(tmp_path, capsys):
     path = str(tmp_path / "run.json")
     assert cli.main(["run", "--quick", "--suite", "elementwise", "-k", "1 element", "--no-torch",
