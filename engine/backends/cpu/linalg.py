@@ -307,11 +307,7 @@ def cholesky_backward(op, l, gl):
     if l.size == 0:
         return np.zeros(l.shape, np.result_type(l, gl))
     if l.dtype.kind == "c" or n <= CHOLESKY_BACKWARD_BLOCK:
-        m = np.tril(triangular_matmul(op, _mH(l), gl, upper=True))
-        phi = (m + _mH(np.tril(m, -1))) * 0.5
-        lh = _mH(l)
-        y = triangular_solve(op, lh, phi, upper=True, unitriangular=False)
-        return _mH(triangular_solve(op, lh, _mH(y), upper=True, unitriangular=False))
+        return _cholesky_formula(l, gl)
     batch = batch_of(l)
     if not batch:
         return _cholesky_backward_blocked(l, gl, CHOLESKY_BACKWARD_BLOCK)
@@ -319,6 +315,15 @@ def cholesky_backward(op, l, gl):
     for idx in np.ndindex(batch):
         out[idx] = _cholesky_backward_blocked(l[idx], gl[idx], CHOLESKY_BACKWARD_BLOCK)
     return out
+
+
+def _cholesky_formula(l, gl):
+    """``L^-H Phi L^-1`` as written: one ``trmm`` and two ``trsm`` of the whole matrices."""
+    lh = _mH(l)
+    m = np.tril(triangular_matmul(None, lh, gl, upper=True))
+    phi = (m + _mH(np.tril(m, -1))) * 0.5
+    y = triangular_solve(None, lh, phi, upper=True, unitriangular=False)
+    return _mH(triangular_solve(None, lh, _mH(y), upper=True, unitriangular=False))
 
 
 def _cholesky_backward_blocked(l, gl, nb):
@@ -329,20 +334,18 @@ def _cholesky_backward_blocked(l, gl, nb):
     entry counts both of ``a``'s symmetric entries), which the last line symmetrises."""
     n = l.shape[0]
     w = np.tril(gl).astype(np.result_type(l, gl), copy=False)
-    trsm = _blas("trsm", l)
     for k in range(n, 0, -nb):
         j = max(0, k - nb)
         r, d, b, c = l[j:k, :j], l[j:k, j:k], l[k:, :j], l[k:, j:k]
         wr, wd, wb, wc = w[j:k, :j], w[j:k, j:k], w[k:, :j], w[k:, j:k]
         if k < n:
-            wc[...] = _trsm(trsm, d.T, wc.T, True, False).T          # wc d^-1
+            wc[...] = triangular_solve(None, d.T, wc.T, upper=True, unitriangular=False).T
             wb -= matmul(wc, r)
             wd -= np.tril(matmul(wc.T, c))
-        # the diagonal block: the formula, its result folded into its lower triangle
-        m = np.tril(triangular_matmul(None, d.T, wd, upper=True))
-        y = _trsm(trsm, d.T, m - 0.5 * np.diag(np.diag(m)), True, False)
-        y = _trsm(trsm, d.T, y.T, True, False).T                       # d^-T phi d^-1
-        wd[...] = np.tril(y + y.T) - np.diag(np.diag(y))
+        # the diagonal block: the formula's (symmetric) result x, folded into the lower
+        # triangle (each off-diagonal entry twice)
+        x = _cholesky_formula(d, wd)
+        wd[...] = np.tril(x, -1) * 2 + np.diag(np.diag(x))
         if j:
             wr -= matmul(wd + wd.T, r)
             if k < n:
@@ -392,12 +395,12 @@ def _svd_one(a, full_matrices, vectors):
     float64 69-70 ms against numpy's 75 (its gufunc's own overhead)."""
     gesdd, lwork_of = _lapack("gesdd", a), _lapack("gesdd_lwork", a)
     m, n = a.shape
-    lwork, info = lwork_of(m, n, compute_uv=int(vectors), full_matrices=int(full_matrices))
+    lwork, _ = lwork_of(m, n, compute_uv=int(vectors), full_matrices=int(full_matrices))
     # (a copy always: gesdd destroys its input, and a row or a column is Fortran already)
     u, s, vh, info = gesdd(np.array(a, order="F"), compute_uv=int(vectors), lwork=int(lwork.real),
                            full_matrices=int(full_matrices), overwrite_a=1)
     if info > 0:
-        raise LinAlgError(f"linalg.svd: the algorithm failed to converge (SVD did not converge)")
+        raise LinAlgError("linalg.svd: the algorithm failed to converge (SVD did not converge)")
     if not vectors:
         return s
     return _pack([u, s, vh], ())
