@@ -190,7 +190,8 @@ def _pair(plan, a, b, keep, sizes):
 
 @functools.lru_cache(maxsize=512)
 def _plan(equation, shapes):
-    """The steps of ``einsum(equation)`` on operands of these shapes (errors name the op)."""
+    """The steps of ``einsum(equation)`` on operands of these shapes and the slot of the
+    result (errors name the op)."""
     terms, out = _parse(equation, shapes)
     ell = set(c for c in out if c not in equation)
     sizes = _sizes(terms, shapes, ell | set(c for c in "".join(terms) if c not in equation))
@@ -214,8 +215,8 @@ def _plan(equation, shapes):
     (x,) = values
     s, lx, shape = _prepare(plan, *x, set(out))
     s = plan.expanded(s, shape, lx, sizes)
-    s = plan.permuted(s, lx, out)
-    return tuple(plan.steps)
+    result = plan.permuted(s, lx, out)
+    return tuple(plan.steps), result
 
 
 def einsum(equation, *operands):
@@ -229,14 +230,14 @@ def einsum(equation, *operands):
     if not operands:
         raise ValueError("einsum: give at least one operand")
     _check_tensors("einsum", operands)
-    steps = _plan(equation, tuple(tuple(t.shape) for t in operands))
+    steps, result = _plan(equation, tuple(tuple(t.shape) for t in operands))
     dtype = operands[0]._dtype
     for t in operands[1:]:
         dtype = dt.promote(dtype, t._dtype)
     values = [t.cast(dtype) for t in operands]
     for fn, s, *args in steps:
         values.append(values[s] @ values[args[0]] if fn is None else fn(values[s], *args))
-    return values[-1]
+    return values[result]
 
 
 def tensordot(a, b, dims=2):
