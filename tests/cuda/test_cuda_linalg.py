@@ -43,6 +43,12 @@ def _trmm(a, b, upper):
     return dispatch.apply(Op.TRIANGULAR_MATMUL, a, b, upper=upper)
 
 
+def _cholesky_backward(l, gl):
+    from ember import dispatch
+    from ember.ir import Op
+    return dispatch.apply(Op.CHOLESKY_BACKWARD, l, gl)
+
+
 def absolute(ts):
     return [t.abs() for t in ts]
 
@@ -69,6 +75,8 @@ ROWS = [
      [lambda r, s: np.tril(general(r, s)), lambda r, s: r.standard_normal(s[:-2] + (2, s[-1]))]),
     ("triangular_matmul", lambda a, b: [_trmm(a, b, True), _trmm(a, b, False)],
      [general, lambda r, s: r.standard_normal(s[:-1] + (2,))]),
+    ("cholesky_backward", _cholesky_backward,
+     [lambda r, s: np.linalg.cholesky(spd(r, s)), lambda r, s: r.standard_normal(s)]),
     ("inv", lambda a: LA.inv(a), [general]),
     ("det", lambda a: LA.det(a), [lambda r, s: general(r, s) - 3 * np.eye(s[-1])]),
     ("slogdet", lambda a: list(LA.slogdet(a)), [lambda r, s: general(r, s) - 3 * np.eye(s[-1])]),
