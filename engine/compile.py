@@ -143,42 +143,40 @@ def _arrays(out, acc):
 
 
 class _Program:
-    """One traced signature: the launches to replay over registers, and how to read the
-    inputs and write the results and the optimizers' new state."""
+    """One traced signature: the replay of its kept launches, and how to pick its inputs
+    from a call and make the results and the optimizers' new state from its outputs."""
 
-    def __init__(self, regs, arg_regs, opt_reads, replay, out_spec, out_regs, opt_writes, guards):
-        self.regs = regs            # initial registers: constants filled, the rest None
-        self.arg_regs = arg_regs    # register of each argument tensor, in leaf order
-        self.opt_reads = opt_reads  # (register, optimizer, "param"|key, index)
-        self.replay = replay        # replay(R): every kept launch and check, in order
+    def __init__(self, replay, arg_pick, opt_reads, out_spec, results, opt_writes, guards):
+        self.replay = replay        # replay(*ins) -> the arrays of the program's outputs
+        self.arg_pick = arg_pick    # per argument input, the leaf that holds it
+        self.opt_reads = opt_reads  # per further input: (optimizer, "param"|key, index)
         self.out_spec = out_spec    # the result's structure (``_flatten`` of the traced result)
-        self.out_regs = out_regs    # per result tensor: (register, class, device, dtype)
-        self.opt_writes = opt_writes  # (optimizer, index, "param"|key, register, device, dtype, mark)
+        self.results = results      # per result tensor: (output, class, device, dtype)
+        self.opt_writes = opt_writes  # (optimizer, index, "param"|key, output, device, dtype, mark)
         self.guards = guards        # (optimizer, its hyperparameters at trace time)
 
     def valid(self):
-        return all(opt._hyperparameters() == h for opt, h in self.guards)
+        for opt, h in self.guards:
+            if opt._hyperparameters() != h:
+                return False
+        return True
 
     def run(self, leaves):
-        R = list(self.regs)
-        for k, t in zip(self.arg_regs, leaves):
-            if k is not None:
-                R[k] = t._data
-        for k, opt, what, i in self.opt_reads:
-            t = opt._params[i] if what == "param" else opt._state[i][what]
-            R[k] = t._data
-        self.replay(R)
-        results = iter([make(cls, R[k], device, dtype) for k, cls, device, dtype in self.out_regs])
-        out = _rebuild(self.out_spec, results)
+        ins = [leaves[i]._data for i in self.arg_pick]
+        for opt, what, i in self.opt_reads:
+            ins.append((opt._params[i] if what == "param" else opt._state[i][what])._data)
+        outs = self.replay(*ins)
+        out = _rebuild(self.out_spec, iter([make(cls, outs[j], device, dtype)
+                                            for j, cls, device, dtype in self.results]))
         if self.opt_writes:
             from ember.autograd.graph import leaf
-            for opt, i, what, k, device, dtype, mark in self.opt_writes:
+            for opt, i, what, j, device, dtype, mark in self.opt_writes:
                 if what == "param":
                     p = opt._params[i]
-                    opt._params[i] = make(type(p), R[k], device, dtype, leaf(p.shape, mark))
+                    opt._params[i] = make(type(p), outs[j], device, dtype, leaf(p.shape, mark))
                 else:
                     old = opt._state[i][what]
-                    opt._state[i][what] = make(type(old), R[k], device, dtype)
+                    opt._state[i][what] = make(type(old), outs[j], device, dtype)
         return out
 
 
@@ -187,63 +185,75 @@ class _Program:
 _CREATIONS = frozenset((Op.FULL, Op.ARANGE))
 
 
-def _replay(kept, keep, constants, inputs):
-    """``replay(R)`` running the kept steps over the registers: the backend's tape when every
-    launch is on one backend that can run them as one (``Backend.tape``), else a generated
-    Python function with a line per launch."""
+def _replay(kept, constants, inputs, outputs):
+    """``replay(*ins) -> outs`` running the kept steps: the backend's tape when every launch is
+    on one backend that can run them as one (``Backend.tape``), else a generated Python
+    function with a line per launch.  ``inputs`` maps each input register, in call order, to
+    its array in the trace; ``outputs`` are the registers a call returns, in order."""
     backends_used = {s[1] for s in kept}
     if len(backends_used) == 1:
-        tape = backends_used.pop().tape(kept, constants, inputs, keep)
+        tape = backends_used.pop().tape(kept, constants, inputs, outputs)
         if tape is not None:
             return tape
-    return _bound_replay(kept, keep)
+    return _bound_replay(kept, constants, list(inputs), outputs)
 
 
-def _bound_replay(kept, keep):
-    """The kept steps as one generated Python function ``replay(R)`` over the registers: a
-    line per launch calling what the backend bound for it (``Backend.bind``: the op table's
-    lookup and the keyword parsing done once), so a replay pays no loop, closure or
+def _bound_replay(kept, constants, in_regs, outputs):
+    """The kept steps as one generated Python function ``replay(*ins)`` returning the output
+    arrays: a line per launch calling what the backend bound for it (``Backend.bind``: the op
+    table's lookup and the keyword parsing done once), registers as local variables ``r<k>``
+    (constants as globals of the same names), so a replay pays no loop, closure or
     ``execute`` frame per launch."""
     names = {"_spread": _spread}
-    lines = ["def replay(R):"]
-    # each register is dropped after its last read (the results and written state excepted),
-    # as eager code drops its temporaries: the memory is reused while still in cache, and a
-    # step's peak stays what the eager call's was
+    lines = [f"def replay({', '.join(f'r{k}' for k in in_regs)}):"]
+    # each register is dropped after its last read (the outputs excepted), as eager code drops
+    # its temporaries: the memory is reused while still in cache, and a step's peak stays what
+    # the eager call's was
     last = {}
     for j, s in enumerate(kept):
         for k in (s[3] if s[0] == "launch" else s[2]):
             last[k] = j
     dead = {}
+    keep = set(outputs)
+    assigned = set(in_regs)
+    for j, s in enumerate(kept):
+        if s[0] == "launch":
+            assigned.update(s[5])
     for k, j in last.items():
-        if k not in keep:
+        if k not in keep and k in assigned:
             dead.setdefault(j, []).append(k)
+    for k in sorted(set(last) | keep):
+        if k not in in_regs and constants[k] is not None:
+            if k in assigned:   # (a launch that returns its input: a local from the start)
+                names[f"c{k}"] = constants[k]
+                lines.append(f"    r{k} = c{k}")
+            else:
+                names[f"r{k}"] = constants[k]
     for j, s in enumerate(kept):
         if s[0] == "launch":
             _, backend, op, ins, params, outs, single, inputs, out = s
             names[f"F{j}"] = backend.bind(op, params, inputs, out)
-            call = f"F{j}({', '.join(f'R[{k}]' for k in ins)})"
+            call = f"F{j}({', '.join(f'r{k}' for k in ins)})"
             if single:
-                lines.append(f"    R[{outs[0]}] = {call}")
+                lines.append(f"    r{outs[0]} = {call}")
             elif isinstance(out, (tuple, list)) and all(hasattr(a, "shape") for a in out):
-                lines.append(f"    {''.join(f'R[{k}], ' for k in outs)}= {call}")   # unpacked
+                lines.append(f"    {''.join(f'r{k}, ' for k in outs)}= {call}")   # unpacked
             else:   # nested
-                lines.append(f"    _spread(R, {tuple(outs)!r}, {call})")
+                lines.append(f"    {''.join(f'r{k}, ' for k in outs)}= _spread({call})")
         else:
             _, backend, regs, check = s
             names[f"F{j}"] = _check_call(backend, check)
-            lines.append(f"    F{j}({', '.join(f'R[{k}]' for k in regs)})")
+            lines.append(f"    F{j}({', '.join(f'r{k}' for k in regs)})")
         if j in dead:
-            lines.append(f"    {' = '.join(f'R[{k}]' for k in dead[j])} = None")
-    if len(lines) == 1:
-        lines.append("    pass")
+            lines.append(f"    {' = '.join(f'r{k}' for k in dead[j])} = None")
+    lines.append(f"    return ({''.join(f'r{k}, ' for k in outputs)})")
     exec(builtins.compile("\n".join(lines), "<ember.compile replay>", "exec"), names)
     return names["replay"]
 
 
-def _spread(R, regs, out):
-    """The arrays of a launch that returns several (tuples and lists) into registers."""
-    for k, a in zip(regs, _arrays(out, [])):
-        R[k] = a
+def _spread(out):
+    """The arrays of a launch that returns several, nested in tuples and lists, in order."""
+    return _arrays(out, [])
 
 
 def _check_call(backend, check):
@@ -263,53 +273,59 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
             regs.append(value)
         return k
 
-    arg_regs = []
-    for t in arg_leaves:
-        arg_regs.append(reg(t._data))
+    inputs = {}       # input register -> its array in the trace, in call order
+    arg_pick = []
+    for i, t in enumerate(arg_leaves):
+        if id(t._data) not in where:
+            inputs[reg(t._data)] = t._data
+            arg_pick.append(i)
     # an array held by several optimizer slots (two optimizers over the same parameters) is
     # read from the slot the step writes back: the one whose value advances call by call
     written = {(opt, what, i) for opt, i, what, *_ in opt_after}
     opt_reads = []
     for (opt, what, i), array in sorted(snapshot.items(), key=lambda kv: kv[0] not in written):
         if id(array) not in where:
-            opt_reads.append((reg(array), opt, what, i))
+            inputs[reg(array)] = array
+            opt_reads.append((opt, what, i))
     # the launches: inputs not made by an earlier launch (nor inputs) are constants
     raw = []
     for s in recorder.steps:
         if s[0] == "launch":
-            _, backend, op, inputs, params, out = s
+            _, backend, op, arrays_in, params, out = s
             if op in _CREATIONS:   # a value fixed by its params: made once, by the trace
                 reg(out, out)
                 continue
             ins = []
-            for a in inputs:
+            for a in arrays_in:
                 k = where.get(id(a))
                 if k is None:
                     k = reg(a, a)   # a constant: captured by reference
                 ins.append(k)
             arrays = _arrays(out, [])
             outs = [reg(a) for a in arrays]
-            raw.append(("launch", backend, op, ins, params, outs, hasattr(out, "shape"), inputs,
+            raw.append(("launch", backend, op, ins, params, outs, hasattr(out, "shape"), arrays_in,
                         out))
         else:
             _, backend, arrays, check = s
             raw.append(("check", backend, [where[id(a)] for a in arrays], check))
-    # what the call returns and writes back
-    out_regs = []
-    for t in out_leaves:
-        k = where.get(id(t._data))
+    # what the call returns and writes back: the program's outputs, each register once
+    outputs = []
+    index = {}
+
+    def output(array):
+        k = where.get(id(array))
         if k is None:
-            k = reg(t._data, t._data)
-        out_regs.append((k, type(t), t._device, t._dtype))
-    opt_writes = []
-    for opt, i, what, t, mark in opt_after:
-        k = where.get(id(t._data))
-        if k is None:
-            k = reg(t._data, t._data)
-        opt_writes.append((opt, i, what, k, t._device, t._dtype, mark))
-    # keep the launches something needs: results, written state, checks (in reverse order)
-    live_out = {k for k, *_ in out_regs} | {w[3] for w in opt_writes}
-    live = set(live_out)
+            k = reg(array, array)
+        if k not in index:
+            index[k] = len(outputs)
+            outputs.append(k)
+        return index[k]
+
+    results = [(output(t._data), type(t), t._device, t._dtype) for t in out_leaves]
+    opt_writes = [(opt, i, what, output(t._data), t._device, t._dtype, mark)
+                  for opt, i, what, t, mark in opt_after]
+    # keep the launches something needs: outputs and checks (in reverse order)
+    live = set(outputs)
     kept = []
     for s in reversed(raw):
         if s[0] == "launch":
@@ -321,9 +337,8 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
         kept.append(s)
     kept.reverse()
     guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
-    inputs = set(arg_regs) | {k for k, *_ in opt_reads}
-    replay = _replay(kept, live_out, regs, inputs)
-    program = _Program(regs, arg_regs, opt_reads, replay, out_spec, out_regs, opt_writes, guards)
+    replay = _replay(kept, regs, inputs, outputs)
+    program = _Program(replay, arg_pick, opt_reads, out_spec, results, opt_writes, guards)
     program.launches = sum(s[0] == "launch" for s in kept)
     program.instructions = getattr(replay, "instructions", None)   # a tape's, or None
     return program
@@ -387,7 +402,7 @@ class Compiled:
         program = _build(recorder, leaves, snapshot, out_spec, out_leaves, opt_after)
         # results of the trace itself: as a replay returns them (no graph)
         results = iter([make(cls, t._data, device, dtype)
-                        for t, (k, cls, device, dtype) in zip(out_leaves, program.out_regs)])
+                        for t, (_, cls, device, dtype) in zip(out_leaves, program.results)])
         return _rebuild(out_spec, results), program
 
     def clear(self):

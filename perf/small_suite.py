@@ -4,7 +4,12 @@
 Three workloads, each as a new user of every library would write it:
 
 - **MLP step**: a 2-64-64-2 tanh network, a batch of 128, cross entropy, forward + backward +
-  Adam (the quickstart's step);
+  Adam (the quickstart's step).  Each call takes the next of the 16 batches of the 2048 points,
+  whose labels have 20% noise: the loss stays away from zero however long a run trains, so a
+  step's cost does not drift.  (Trained on one batch of clean labels, the loss fell below 1e-9
+  within ~10^4 steps; the softmax's probabilities then underflow into float32 subnormals, and
+  every library's step slowed by up to 3x as a run went on, the fastest, which run most
+  steps, the most.);
 - **MLP inference**: the same network's logits and argmax on 2048 points;
 - **RK4**: 100 classical Runge-Kutta steps of a damped oscillator (3 trajectories, float64), the
   MSE against observations, and its gradient with respect to 2 scalars (``examples/fit_ode.py``).
@@ -33,6 +38,7 @@ import time
 import numpy as np
 
 HIDDEN, BATCH, POINTS, LR = 64, 128, 2048, 0.01
+NOISE = 0.2   # the share of flipped labels
 RK4_STEPS, DT = 100, 0.05
 ZETA0, OMEGA0 = 0.4, 1.6
 INITIAL_STATES = [(1.0, 0.0), (0.0, 2.0), (-0.5, 1.0)]
@@ -63,7 +69,23 @@ def mlp_data():
                    rng.uniform(-bound, bound, n_out).astype(np.float32)]
     x = rng.standard_normal((POINTS, 2)).astype(np.float32)
     y = (x[:, 0] * x[:, 1] > 0).astype(np.int64)
+    y = np.where(rng.random(POINTS) < NOISE, 1 - y, y)
     return params, x, y
+
+
+def batches(x, y):
+    """The MLP step's batches, in the order the calls take them (cycling)."""
+    return [(x[i:i + BATCH], y[i:i + BATCH]) for i in range(0, POINTS, BATCH)]
+
+
+def cycle(items):
+    """A function returning ``items`` one after another, from the first, round and round."""
+    state = [-1]
+
+    def next_item():
+        state[0] = (state[0] + 1) % len(items)
+        return items[state[0]]
+    return next_item
 
 
 def rk4_data():
@@ -170,7 +192,8 @@ def ember_mlp_step(compiled, device=None):
     device = (device or ember.Device.cpu()).autodiff()
     params, x, y = mlp_data()
     opt = ember.optim.Adam([ember.tensor(p, device=device).require_grad() for p in params], lr=LR)
-    xb, yb = ember.tensor(x[:BATCH], device=device), ember.tensor(y[:BATCH], device=device.base())
+    data = cycle([(ember.tensor(xb, device=device), ember.tensor(yb, device=device.base()))
+                  for xb, yb in batches(x, y)])
 
     def step(x, y):
         loss = F.cross_entropy(ember_mlp_forward(opt.params, x), y)
@@ -178,7 +201,7 @@ def ember_mlp_step(compiled, device=None):
         return loss
 
     fn = ember.compile(step) if compiled else step
-    return lambda: ember.fusion.force(fn(xb, yb))
+    return lambda: ember.fusion.force(fn(*data()))
 
 
 def ember_mlp_infer(compiled, device=None):
@@ -230,7 +253,7 @@ def torch_mlp(torch, compiled=False):
     params, x, y = mlp_data()
     ps = [torch.from_numpy(p).requires_grad_(True) for p in params]
     opt = torch.optim.Adam(ps, lr=LR)
-    xb, yb = torch.from_numpy(x[:BATCH]), torch.from_numpy(y[:BATCH])
+    data = cycle([(torch.from_numpy(xb), torch.from_numpy(yb)) for xb, yb in batches(x, y)])
 
     def loss_fn(x, y):
         w1, b1, w2, b2, w3, b3 = ps
@@ -242,7 +265,7 @@ def torch_mlp(torch, compiled=False):
 
     def step():
         opt.zero_grad()
-        loss = f(xb, yb)
+        loss = f(*data())
         loss.backward()
         opt.step()
         return loss
@@ -303,7 +326,7 @@ def optional_jax():
 def jax_mlp_step(jax):
     jnp = jax.numpy
     params, x, y = mlp_data()
-    xb, yb = jnp.asarray(x[:BATCH]), jnp.asarray(y[:BATCH])
+    data = cycle([(jnp.asarray(xb), jnp.asarray(yb)) for xb, yb in batches(x, y)])
 
     def loss_fn(ps, x, y):
         w1, b1, w2, b2, w3, b3 = ps
@@ -326,7 +349,7 @@ def jax_mlp_step(jax):
              [jnp.zeros_like(p) for p in params], jnp.asarray(0.0, dtype=jnp.float32)]
 
     def run():
-        *state[:], loss = step(*state, xb, yb)   # params, m, v, t
+        *state[:], loss = step(*state, *data())   # params, m, v, t
         return loss.block_until_ready()
 
     return run
@@ -406,9 +429,10 @@ def run_small(s, device):
     params, x, y = mlp_data()
     s0, observed, theta = rk4_data()
     adam = NumpyAdam(params)
+    data = cycle(batches(x, y))
 
     def numpy_mlp_step():
-        loss, grads = numpy_mlp_grads(adam.params, x[:BATCH], y[:BATCH])
+        loss, grads = numpy_mlp_grads(adam.params, *data())
         adam.step(grads)
         return loss
 

@@ -18,6 +18,7 @@ import scipy.linalg as sl
 
 import ember
 from ember import linalg as LA
+from ember.backends.cpu import CpuBackend
 from ember.backends.cpu import linalg as cpu_linalg
 
 RTOL = {"float32": 2e-4, "float64": 1e-10, "complex64": 2e-4, "complex128": 1e-10}
@@ -237,14 +238,29 @@ def test_large_products_run_in_scipys_gemm_once_scipy_served_ember(dtype, monkey
     want = a.astype(np.complex128) @ b.astype(np.complex128)
     tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 100)
     # until a SciPy routine has served Ember, numpy's matmul serves the product, SciPy loaded
-    # or not (Numba loads it by the first kernel), in eager and compiled calls alike
+    # or not (Numba loads it by the first kernel), in eager calls and in a compiled step's
+    # bound replay (``bound``: the CPU's tape switched off) alike
     monkeypatch.setattr(cpu_linalg, "_scipy_in_use", False)
     assert "scipy.linalg.blas" in sys.modules          # (this module imports scipy.linalg)
     np.testing.assert_allclose(cpu_linalg.matmul(a, b), want, **tol)
-    product = ember.compile(lambda x, y: x @ y)
-    for _ in range(2):
-        np.testing.assert_allclose(product(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
-    assert calls == []
+    bound = ember.compile(lambda x, y: x @ y)
+    with monkeypatch.context() as m:
+        m.setattr(CpuBackend, "tape", lambda self, *args: None)
+        for _ in range(2):
+            np.testing.assert_allclose(bound(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
+    assert calls == [] and not cpu_linalg._scipy_in_use
+    # a step on the tape calls SciPy's gemm (Numba's np.dot): its first compiled call turns
+    # the large eager products to SciPy's pool too
+    if np.dtype(dtype).kind == "f":
+        taped = ember.compile(lambda x, y: x @ y)
+        for _ in range(2):
+            np.testing.assert_allclose(taped(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
+        assert next(iter(taped._programs.values())).instructions is not None
+        assert cpu_linalg._scipy_in_use and calls == []
+        cpu_linalg.matmul(a, b)
+        assert calls == ["gemm"]
+        calls.clear()
+        monkeypatch.setattr(cpu_linalg, "_scipy_in_use", False)
     # a Cholesky factor through SciPy's potrf: from then on every large product runs in its pool
     ember.linalg.cholesky(ember.from_numpy(np.eye(3, dtype=dtype) * 2))
     assert cpu_linalg._scipy_in_use
@@ -271,10 +287,10 @@ def test_large_products_run_in_scipys_gemm_once_scipy_served_ember(dtype, monkey
         np.testing.assert_allclose(ta.grad(back).numpy(), ones @ b.T, **tol)
         np.testing.assert_allclose(tb.grad(back).numpy(), a.T @ ones, **tol)
         assert calls.count("gemm") >= 1 + 3   # the 64^3 product, then forward and backward
-    # and in a compiled step's replay (the one traced above)
+    # and in a compiled step's bound replay (the one traced above)
     for _ in range(3):
         calls.clear()
-        np.testing.assert_allclose(product(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
+        np.testing.assert_allclose(bound(ember.from_numpy(a), ember.from_numpy(b)).numpy(), want, **tol)
         assert calls == ["gemm"]
 
 

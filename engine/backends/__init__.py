@@ -60,11 +60,12 @@ class Backend:
         the bound callable must still accept any layout of the same shapes and dtypes)."""
         return functools.partial(self.execute, op, **params)
 
-    def tape(self, steps, constants, inputs, keep):
-        """A replay ``replay(R)`` running a compiled step's ``steps`` (its kept launches, all
-        on this backend) as one launch, or None, and the replay binds each launch.  A register
-        ``k`` holds ``constants[k]`` (None: none), ``inputs`` are filled by each call, ``keep``
-        read after it (``engine/compile.py``)."""
+    def tape(self, steps, constants, inputs, outputs):
+        """A replay ``replay(*ins) -> outs`` running a compiled step's ``steps`` (its kept
+        launches and checks, all on this backend) as one launch, or None, and the replay binds
+        each launch.  A register ``k`` holds ``constants[k]`` (None: none); ``inputs`` maps
+        the registers a call passes, in order, to their arrays in the trace; ``outputs`` are
+        the registers it returns (``engine/compile.py``)."""
         return None
 
     def elementwise(self, op, inputs, shape, dtype):

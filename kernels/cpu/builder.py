@@ -35,6 +35,19 @@ def _jit(fn, parallel):
     return disp
 
 
+def cfunc(fn, sig):
+    """``fn`` compiled as a C function of signature ``sig`` (``(args, return type)``: a Numba
+    ``cfunc``, called through its ``address``), cached on disk like the kernels."""
+    from numba.core.ccallback import CFunc
+    cf = CFunc(fn, sig, locals={}, options=dict(JIT_OPTIONS))
+    try:
+        cf._cache = KernelCache(fn)
+    except Exception:  # unwritable cache directory: compile in memory only
+        pass
+    cf.compile()
+    return cf
+
+
 @functools.cache
 def scalar_op(name):
     """The njit-compiled scalar function ``kernels.scalar.<name>``.

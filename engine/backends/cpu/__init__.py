@@ -181,9 +181,9 @@ class CpuBackend(Backend):
             return lambda *xs: new(op, xs, shape, dtype)
         return functools.partial(self._table[op], op, **params)
 
-    def tape(self, steps, constants, inputs, keep):
-        """A step of tiny float64 tensors as one tape of the interpreter kernel (``tape.py``)."""
-        return tape.lower(steps, constants, inputs, keep, self._table)
+    def tape(self, steps, constants, inputs, outputs):
+        """A step of small tensors as one tape of the interpreter kernel (``tape.py``)."""
+        return tape.lower(steps, constants, inputs, outputs, self._table)
 
     # --- what the planning layer asks -------------------------------------------------------
     def prepare_chain(self, chain):

@@ -53,6 +53,14 @@ def _blas(name, a):
     return blas.get_blas_funcs(name, (a,))
 
 
+def scipy_gemm_serves():
+    """A product big enough for OpenBLAS to multithread is about to run in SciPy's pool outside
+    ``matmul`` (a compiled step's tape calls BLAS through Numba's ``np.dot``, which is SciPy's):
+    from now on ``matmul`` sends such products there too."""
+    global _scipy_in_use
+    _scipy_in_use = True
+
+
 # OpenBLAS multithreads a gemm from this many multiply-adds (65536 times its
 # GEMM_MULTITHREAD_THRESHOLD, 4), and every product that wakes a pool must go to the same one:
 # with the limit at 2^21 (to spare small products SciPy's ~3 us of f2py wrapper), the 784-512-10
