@@ -162,22 +162,55 @@ class _Program:
         return True
 
     def run(self, leaves):
-        ins = [leaves[i]._data for i in self.arg_pick]
-        for opt, what, i in self.opt_reads:
-            ins.append((opt._params[i] if what == "param" else opt._state[i][what])._data)
-        outs = self.replay(*ins)
-        out = _rebuild(self.out_spec, iter([make(cls, outs[j], device, dtype)
-                                            for j, cls, device, dtype in self.results]))
-        if self.opt_writes:
-            from ember.autograd.graph import leaf
-            for opt, i, what, j, device, dtype, mark in self.opt_writes:
-                if what == "param":
-                    p = opt._params[i]
-                    opt._params[i] = make(type(p), outs[j], device, dtype, leaf(p.shape, mark))
-                else:
-                    old = opt._state[i][what]
-                    opt._state[i][what] = make(type(old), outs[j], device, dtype)
-        return out
+        """The results of a call with these argument ``leaves``; the optimizers' parameters
+        and state advanced (``_runner``'s function: a line per input and output)."""
+        return self._run(leaves)
+
+
+def _runner(program, out_leaves):
+    """``run(leaves)`` of ``program`` as one generated function: each input read and each
+    result and new optimizer parameter or state made by a line of its own, the optimizers,
+    classes, devices and dtypes as globals (a loop over the program's tables cost ~40% more
+    Python per call: an MLP step has some 20 inputs and outputs)."""
+    from ember.autograd.graph import leaf
+    names = {"REPLAY": program.replay, "make": make, "leaf": leaf, "rebuild": _rebuild,
+             "SPEC": program.out_spec}
+    opts = {}
+
+    def opt_name(opt):
+        if opt not in opts:
+            opts[opt] = f"O{len(opts)}"
+            names[opts[opt]] = opt
+        return opts[opt]
+
+    def slot(opt, what, i):
+        return f"{opt_name(opt)}._params[{i}]" if what == "param" else \
+            f"{opt_name(opt)}._state[{i}][{what!r}]"
+
+    ins = [f"leaves[{i}]._data" for i in program.arg_pick]
+    ins += [slot(opt, what, i) + "._data" for opt, what, i in program.opt_reads]
+    n_out = 1 + max([j for j, *_ in program.results] + [w[3] for w in program.opt_writes] + [-1])
+    lines = ["def run(leaves):",
+             f"    {''.join(f'o{j}, ' for j in range(n_out))}= REPLAY({', '.join(ins)})"]
+    made = []
+    for k, (j, cls, device, dtype) in enumerate(program.results):
+        names.update({f"C{k}": cls, f"D{k}": device, f"T{k}": dtype})
+        made.append(f"make(C{k}, o{j}, D{k}, T{k})")
+    for k, (opt, i, what, j, device, dtype, mark) in enumerate(program.opt_writes):
+        t = next(t for o, ii, w, t, _ in out_leaves if o is opt and ii == i and w == what)
+        names.update({f"WC{k}": type(t), f"WD{k}": device, f"WT{k}": dtype})
+        if what == "param":
+            names.update({f"SH{k}": t.shape, f"M{k}": mark})
+            lines.append(f"    {slot(opt, what, i)} = make(WC{k}, o{j}, WD{k}, WT{k}, "
+                         f"leaf(SH{k}, M{k}))")
+        else:
+            lines.append(f"    {slot(opt, what, i)} = make(WC{k}, o{j}, WD{k}, WT{k})")
+    if program.out_spec[0] == "T":
+        lines.append(f"    return {made[0]}")
+    else:
+        lines.append(f"    return rebuild(SPEC, iter(({''.join(m + ', ' for m in made)})))")
+    exec(builtins.compile("\n".join(lines), "<ember.compile run>", "exec"), names)
+    return names["run"]
 
 
 # launches without inputs whose result depends on their params alone: a program keeps the
@@ -339,6 +372,7 @@ def _build(recorder, arg_leaves, snapshot, out_spec, out_leaves, opt_after):
     guards = tuple({opt: opt._hyperparameters() for opt, *_ in opt_after}.items())
     replay = _replay(kept, regs, inputs, outputs)
     program = _Program(replay, arg_pick, opt_reads, out_spec, results, opt_writes, guards)
+    program._run = _runner(program, opt_after)
     program.launches = sum(s[0] == "launch" for s in kept)
     program.instructions = getattr(replay, "instructions", None)   # a tape's, or None
     return program

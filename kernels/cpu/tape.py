@@ -264,6 +264,29 @@ def softmax(P, Ip, Dp, Xp, Yp, Zp):
     D = carray(Dp, BIG)
     X = carray(Xp, BIG)
     d, rows, g, a, rs = P[6], P[7], P[8], P[9], P[10]
+    if g <= 8:   # short rows (a classifier's few logits): no slices, a row is a few values
+        for r in range(rows):
+            p = a + r * rs
+            o = d + r * g
+            m = X[p]
+            for q in range(1, g):
+                m = MAX(m, X[p + q])
+            D[o] = 1
+            one = D[o]   # (one and zero of the row's type)
+            s = one - one
+            for q in range(g):
+                e = EXP(X[p + q] - m)
+                D[o + q] = e
+                s += e
+            if LOG:
+                ls = LOGF(s)
+                for q in range(g):
+                    D[o + q] = (X[p + q] - m) - ls
+            else:
+                inv = one / s
+                for q in range(g):
+                    D[o + q] = D[o + q] * inv
+        return
     for r in range(rows):
         x = X[a + r * rs:a + r * rs + g]
         z = D[d + r * g:d + r * g + g]
