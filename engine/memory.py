@@ -32,8 +32,8 @@ import threading
 import numpy as np
 
 # Below this many bytes CPU arrays come from np.empty (see the module docstring
-# and docs/decisions.md "Memory pool" for the measurements).
-CPU_MIN_BYTES = 1 << 20
+# and docs/decisions.md "Memory pool" for the measurements): glibc's initial mmap threshold
+CPU_MIN_BYTES = 1 << 17
 _SMALLEST_CLASS = 512
 
 

@@ -120,6 +120,26 @@ def test_peak_tracking():
     assert later["peak_bytes_in_use"] == now["peak_bytes_in_use"]   # the peak stays
 
 
+@needs_pool
+def test_large_products_and_mid_sized_outputs_reuse_pooled_blocks():
+    """A 2048 x 64 float32 product (512 KiB: numpy's own result was a fresh mapping, page
+    faults every call) and a bias add of its size take their blocks from the pool."""
+    rng = np.random.default_rng(1)
+    x = ember.tensor(rng.standard_normal((2048, 64)).astype(np.float32))
+    w = ember.tensor(rng.standard_normal((64, 64)).astype(np.float32))
+    b = ember.tensor(rng.standard_normal(64).astype(np.float32))
+    assert 2048 * 64 * 4 >= memory.CPU_MIN_BYTES
+    for _ in range(2):   # (the first round fills the cache)
+        run(x @ w.T + b)
+    before = ember.memory_stats("cpu")
+    for _ in range(3):
+        y = run(x @ w.T)
+        np.testing.assert_allclose(y.numpy(), x.numpy() @ w.numpy().T, rtol=1e-5, atol=1e-4)
+        run(y + b)
+    after = ember.memory_stats("cpu")
+    assert after["hits"] - before["hits"] >= 6 and after["misses"] == before["misses"]
+
+
 def test_pool_reset_peak():
     pool = memory.Pool("test", lambda size: bytearray(size))
     blocks = [pool.acquire(1000) for _ in range(3)]
