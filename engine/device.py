@@ -192,7 +192,7 @@ def memory_stats(device=None):
     None: no cap); ``cached_blocks``; ``enabled`` (``EMBER_POOL``); ``min_bytes``.
 
     Sizes are size classes (a request rounded up by at most 12.5 %).  On the CPU
-    only allocations of at least ``min_bytes`` (1 MiB) go through the pool and
+    only allocations of at least ``min_bytes`` (128 KiB) go through the pool and
     are counted: op outputs and copies made by Ember's kernels; small arrays,
     ``from_numpy`` data and numpy temporaries are not.  On CUDA every buffer
     Ember allocates is counted.

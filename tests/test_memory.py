@@ -121,9 +121,13 @@ def test_peak_tracking():
 
 
 @needs_pool
-def test_large_products_and_mid_sized_outputs_reuse_pooled_blocks():
+@pytest.mark.parametrize("scipy_serves", [False, True], ids=["numpy-matmul", "scipy-gemm"])
+def test_large_products_and_mid_sized_outputs_reuse_pooled_blocks(scipy_serves, monkeypatch):
     """A 2048 x 64 float32 product (512 KiB: numpy's own result was a fresh mapping, page
-    faults every call) and a bias add of its size take their blocks from the pool."""
+    faults every call) and a bias add of its size take their blocks from the pool, whichever
+    BLAS serves the product (SciPy's once a SciPy routine has run in the process)."""
+    from ember.backends.cpu import linalg
+    monkeypatch.setattr(linalg, "_scipy_in_use", scipy_serves)
     rng = np.random.default_rng(1)
     x = ember.tensor(rng.standard_normal((2048, 64)).astype(np.float32))
     w = ember.tensor(rng.standard_normal((64, 64)).astype(np.float32))

@@ -82,20 +82,26 @@ def matmul(a, b):
     OpenBLAS (0.3.31 with numpy 2.4) ran a 1024^2 float32 product 6-8 % faster than SciPy's
     (0.3.30), and a test of ``sys.modules`` would not do, because Numba loads ``scipy.linalg``
     (for its own ``np.linalg`` support) by the first kernel Ember runs."""
-    if (_scipy_in_use and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
-            and a.dtype.char in "fdFD" and a.shape[0] * a.shape[1] * b.shape[1] >= GEMM_MIN_WORK):
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype:
+        return np.asarray(np.matmul(a, b))
+    # a large result goes into a block of the caching pool: numpy's and SciPy's own allocation
+    # of it is a fresh mapping each call, and its first touch page-faults (2048 x 64 float32:
+    # the product took ~2.5x numpy's timing of itself in a loop of other ops)
+    m, n = a.shape[0], b.shape[1]
+    out = empty((m, n), a.dtype) if m * n >= POOLED_PRODUCT else None
+    if _scipy_in_use and a.dtype.char in "fdFD" and m * a.shape[1] * n >= GEMM_MIN_WORK:
         # C = A B as C^T = B^T A^T: the Fortran-ordered result read back transposed is C in
-        # C order, and neither operand is copied
+        # C order, and neither operand is copied; beta = 0: gemm never reads the dirty block
         x, x_holds_bt = _fortran(b)
         y, y_holds_at = _fortran(a)
         gemm = _blas("gemm", a)
-        return gemm(1.0, x, y, trans_a=int(not x_holds_bt), trans_b=int(not y_holds_at)).T
-    if a.ndim == 2 and b.ndim == 2 and a.shape[0] * b.shape[1] >= POOLED_PRODUCT and a.dtype == b.dtype:
-        # a large result into a block of the caching pool: numpy's own allocation of it is a
-        # fresh mapping each call, and its first touch page-faults (2048 x 64 float32: the
-        # product took ~2.5x numpy's timing of itself in a loop of other ops)
-        return np.matmul(a, b, out=empty((a.shape[0], b.shape[1]), a.dtype))
-    return np.asarray(np.matmul(a, b))
+        trans = dict(trans_a=int(not x_holds_bt), trans_b=int(not y_holds_at))
+        if out is None:
+            return gemm(1.0, x, y, **trans).T
+        return gemm(1.0, x, y, beta=0.0, c=out.T, overwrite_c=1, **trans).T
+    if out is None:
+        return np.asarray(np.matmul(a, b))
+    return np.matmul(a, b, out=out)
 
 
 # results from this many elements come from the caching pool (``matmul``)
