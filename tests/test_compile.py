@@ -599,6 +599,8 @@ def test_tape_adam_state_advances_as_in_eager():
 def test_tape_leaves_other_programs_to_the_bound_replay():
     """Large arrays, and ops or dtypes the tape does not know: replayed launch by launch
     (and equal to eager)."""
+    if DEVICE.type != "cpu":   # (and 2^19 elements would take minutes in the simulator)
+        pytest.skip("CUDA has no tape: every program replays launch by launch")
     from ember.backends.cpu.tape import MAX_ELEMENTS
     steps = {
         "large": (lambda x: (x * 2).sum(), t(np.ones(MAX_ELEMENTS + 1), ember.float64)),
