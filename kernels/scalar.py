@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .bits import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits
+from .bits import f32_from_bits, f32_to_bits, f64_from_bits, f64_to_bits, fma
 
 SQRT1_2 = 0.7071067811865476
 LOG2E = 1.4426950408889634
@@ -199,7 +199,13 @@ def exp_f32(a):
     x = x if x < EXP_HI_F32 else EXP_HI_F32
     k = (x * LOG2E_F32 + ROUND_MAGIC_F32) - ROUND_MAGIC_F32
     r = (x - k * LN2_HI_F32) - k * LN2_LO_F32
-    p = c[0] + r * (c[1] + r * (c[2] + r * (c[3] + r * (c[4] + r * (c[5] + r * (c[6] + r * c[7]))))))
+    p = fma(c[7], r, c[6])   # (Horner steps as fused multiply-adds: fewer instructions)
+    p = fma(p, r, c[5])
+    p = fma(p, r, c[4])
+    p = fma(p, r, c[3])
+    p = fma(p, r, c[2])
+    p = fma(p, r, c[1])
+    p = fma(p, r, c[0])
     half = (k * HALF_F32 + ROUND_MAGIC_F32) - ROUND_MAGIC_F32
     y = p * _pow2_f32(half) * _pow2_f32(k - half)
     return y if a == a else a
@@ -344,16 +350,15 @@ def tanh_f32(a):
     y = -(x + x)
     k = (y * LOG2E_F32 + ROUND_MAGIC_F32) - ROUND_MAGIC_F32
     r = (y - k * LN2_HI_F32) - k * LN2_LO_F32
-    p = c[6]
-    p = p * r + c[5]
-    p = p * r + c[4]
-    p = p * r + c[3]
-    p = p * r + c[2]
-    p = p * r + c[1]
-    p = p * r + c[0]
-    q = r + r * r * p
+    p = fma(c[6], r, c[5])   # (Horner steps as fused multiply-adds: fewer instructions)
+    p = fma(p, r, c[4])
+    p = fma(p, r, c[3])
+    p = fma(p, r, c[2])
+    p = fma(p, r, c[1])
+    p = fma(p, r, c[0])
+    q = fma(r * r, p, r)
     two_k = _pow2_f32(k)
-    u = two_k * q + (two_k - ONE_F32)
+    u = fma(two_k, q, two_k - ONE_F32)
     t = -u / (TWO_F32 + u)
     return math.copysign(t if a == a else a, a)
 
@@ -497,13 +502,12 @@ def erf(a):
 def _erf_small_f32(x):
     c = ERF_Q_F32
     z = x * x
-    q = c[0]
-    q = q * z + c[1]
-    q = q * z + c[2]
-    q = q * z + c[3]
-    q = q * z + c[4]
-    q = q * z + c[5]
-    return x + x * q
+    q = fma(c[0], z, c[1])
+    q = fma(q, z, c[2])
+    q = fma(q, z, c[3])
+    q = fma(q, z, c[4])
+    q = fma(q, z, c[5])
+    return fma(x, q, x)
 
 
 def _erfcx_f32(t):
@@ -512,17 +516,16 @@ def _erfcx_f32(t):
     c = ERFCX_P_F32
     r = ONE_F32 / (t + ERFCX_K_F32)
     u = (t - ERFCX_K_F32) * r
-    p = c[0]
-    p = p * u + c[1]
-    p = p * u + c[2]
-    p = p * u + c[3]
-    p = p * u + c[4]
-    p = p * u + c[5]
-    p = p * u + c[6]
-    p = p * u + c[7]
-    p = p * u + c[8]
-    p = p * u + c[9]
-    p = p * u + c[10]
+    p = fma(c[0], u, c[1])
+    p = fma(p, u, c[2])
+    p = fma(p, u, c[3])
+    p = fma(p, u, c[4])
+    p = fma(p, u, c[5])
+    p = fma(p, u, c[6])
+    p = fma(p, u, c[7])
+    p = fma(p, u, c[8])
+    p = fma(p, u, c[9])
+    p = fma(p, u, c[10])
     return p * r
 
 

@@ -51,6 +51,14 @@ def _sim_f32_to_bits(x):
     return np.array(x, np.float32).view(np.int32)[()]
 
 
+def _sim_fma(a, b, c):
+    # in the widest operand type, as the CPU's fma; a float32 product is exact in float64, so
+    # float32 operands round once (but for the rare double rounding of the sum), float64 ones
+    # round the product too
+    t = np.result_type(a, b, c).type
+    return t(np.float64(a) * np.float64(b) + np.float64(c))
+
+
 class _SimMath:
     """``math`` for scalar ops run by the simulator: results stay numpy scalars, so that
     ``1 / math.sqrt(0.0)`` is inf (as on a GPU) instead of Python's ZeroDivisionError."""
@@ -88,12 +96,13 @@ def _target_intrinsics():
     if SIMULATOR:
         return {"f64_from_bits": _sim_f64_from_bits, "f32_from_bits": _sim_f32_from_bits,
                 "f64_to_bits": _sim_f64_to_bits, "f32_to_bits": _sim_f32_to_bits,
-                "math": _SimMath(), "cmath": _SimCmath()}
+                "fma": _sim_fma, "math": _SimMath(), "cmath": _SimCmath()}
     from numba.cuda import libdevice
     return {"f64_from_bits": libdevice.longlong_as_double,
             "f32_from_bits": libdevice.int_as_float,
             "f64_to_bits": libdevice.double_as_longlong,
-            "f32_to_bits": libdevice.float_as_int}
+            "f32_to_bits": libdevice.float_as_int,
+            "fma": cuda.fma}
 
 
 @functools.cache
