@@ -9,7 +9,6 @@ backend) and wraps the result.  Autodiff is a hook at this seam: a float result 
 tracked input is recorded by ``ember.autograd.graph.record``.  Quantized inputs take one
 detour (``_apply_quantized``): their storage algebra lives in ``ember.quant``.
 """
-import functools
 import math
 import operator
 
@@ -114,7 +113,7 @@ def check_index_range(name, index, size, dim=None, what="index", error=IndexErro
     if index.numel() == 0:
         return
     lo, hi = index.min(), index.max()
-    check = functools.partial(_index_in_range, name, size, dim, what, error)
+    check = RangeCheck(name, size, dim, what, error)
     rec = backends.recorder()
     if rec is not None:
         rec.check(lo._device.backend, (lo._data, hi._data), check)
@@ -122,10 +121,26 @@ def check_index_range(name, index, size, dim=None, what="index", error=IndexErro
         check(lo.item(), hi.item())
 
 
-def _index_in_range(name, size, dim, what, error, lo, hi):
-    if lo < 0 or hi >= size:
-        where = f"for dim {dim} of size {size}" if dim is not None else f"[0, {size})"
-        raise error(f"{name}: {what} {lo if lo < 0 else hi} is out of range {where}")
+class RangeCheck:
+    """``check(lo, hi)`` raises unless ``bounds[0] <= lo`` and ``hi < bounds[1]`` (an index's
+    least and greatest values; ``bounds`` is ``(0, size)``).  A compiled step's tape makes
+    the comparison itself and calls the check only to raise its error."""
+
+    __slots__ = ("name", "size", "dim", "what", "error")
+
+    def __init__(self, name, size, dim, what, error):
+        self.name, self.size, self.dim, self.what, self.error = name, size, dim, what, error
+
+    @property
+    def bounds(self):
+        return 0, self.size
+
+    def __call__(self, lo, hi):
+        if lo < 0 or hi >= self.size:
+            size, dim = self.size, self.dim
+            where = f"for dim {dim} of size {size}" if dim is not None else f"[0, {size})"
+            raise self.error(f"{self.name}: {self.what} {lo if lo < 0 else hi} is out of range "
+                             f"{where}")
 
 
 def cast(t, dtype):

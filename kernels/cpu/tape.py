@@ -349,8 +349,17 @@ def scatter(P, Ip, Dp, Xp, Yp, Zp):
             D[p] = X[I[vm + e]]
 
 
+def range_check(P, Ip, Dp, Xp, Yp, Zp):
+    """Stop the tape (set the error field) unless ``low <= x[lo]`` and ``x[hi] < high``: an
+    index's least and greatest values checked against its range."""
+    X = carray(Xp, BIG)
+    lo, hi, low, high = P[6], P[7], P[8], P[9]
+    if X[lo] < low or X[hi] >= high:
+        P[5] = 1
+
+
 TEMPLATES = {f.__name__: f for f in (ew1, ew2, ew3, copy, matmul, matmul_small, reduce,
-                                     arg_reduce, softmax, gather, scatter)}
+                                     arg_reduce, softmax, gather, scatter, range_check)}
 
 
 @functools.cache

@@ -131,6 +131,7 @@ class _Lowering:
         self.addresses = []    # kernel addresses; an instruction's field 0 indexes them
         self.index_of = {}
         self.segments = []     # ("tape", lo, hi) and ("check", check, [(slot, position)])
+        self.checks = {}       # instruction of a range check -> (check, [(slot, position)])
         self.maps = {}         # register -> _Map
         self.dense = {}        # register -> its contiguous copy (``dense``), while both live
         self.op = None         # the launch being lowered
@@ -543,9 +544,17 @@ class _Lowering:
                     if m is None or m.pos.size != 1:
                         raise Unsupported("a check of an unknown value")
                     where.append((m.slot, _first(m)))
-                self.segments.append(("tape", start, len(self.rows)))
-                self.segments.append(("check", fn, where))
-                start = len(self.rows)
+                bounds = getattr(fn, "bounds", None)
+                int64 = slot(np.dtype(np.int64))
+                if bounds is not None and [w[0] for w in where] == [int64, int64]:
+                    # an index range: an instruction, the check called only to raise
+                    self.emit(self.kernel("range_check", None, (None, "int64")), (0, int64),
+                              (where[0][1], where[1][1], *bounds))
+                    self.checks[len(self.rows) - 1] = (fn, where)
+                else:   # anything else: the tape stops, the replay calls the check
+                    self.segments.append(("tape", start, len(self.rows)))
+                    self.segments.append(("check", fn, where))
+                    start = len(self.rows)
                 ins = regs
             else:
                 _, _, op, ins, params, outs, _, arrays, out = s
@@ -616,7 +625,7 @@ class _Lowering:
                        np.array(self.rows, np.int64).reshape(-1, tape.WIDTH),
                        np.array(self.addresses or [0], np.int64),
                        [s for s in self.segments if s[0] != "tape" or s[1] < s[2]],
-                       views, count, outs, self.names)
+                       views, count, outs, self.names, self.checks)
 
 
 class _Replay:
@@ -628,8 +637,10 @@ class _Replay:
     view: no result is copied in Python.
     """
 
-    def __init__(self, run, arenas, pool, rows, addresses, segments, views, count, outs, names):
+    def __init__(self, run, arenas, pool, rows, addresses, segments, views, count, outs, names,
+                 checks):
         self.run = run
+        self.checks = checks
         self.arenas = arenas
         self.pool = pool
         self.rows = rows
@@ -666,6 +677,9 @@ class _Replay:
                                  blocks[1], seg[1], seg[2])
                     if t >= 0:
                         self.rows[t, 5] = 0
+                        if t in self.checks:   # a range check: its own error
+                            check, where = self.checks[t]
+                            check(*[arenas[s][p].item() for s, p in where])
                         raise IndexError(f"ember.compile: {self.names[t].name.lower()}: an "
                                          f"index is out of range")
                 else:
