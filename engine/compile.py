@@ -173,8 +173,7 @@ def _runner(program, out_leaves):
     classes, devices and dtypes as globals (a loop over the program's tables cost ~40% more
     Python per call: an MLP step has some 20 inputs and outputs)."""
     from ember.autograd.graph import leaf
-    names = {"REPLAY": program.replay, "make": make, "leaf": leaf, "rebuild": _rebuild,
-             "SPEC": program.out_spec}
+    names = {"REPLAY": program.replay, "make": make, "leaf": leaf}
     opts = {}
 
     def opt_name(opt):
@@ -205,12 +204,32 @@ def _runner(program, out_leaves):
                          f"leaf(SH{k}, M{k}))")
         else:
             lines.append(f"    {slot(opt, what, i)} = make(WC{k}, o{j}, WD{k}, WT{k})")
-    if program.out_spec[0] == "T":
-        lines.append(f"    return {made[0]}")
-    else:
-        lines.append(f"    return rebuild(SPEC, iter(({''.join(m + ', ' for m in made)})))")
+    lines.append(f"    return {_literal(program.out_spec, iter(made), names)}")
     exec(builtins.compile("\n".join(lines), "<ember.compile run>", "exec"), names)
     return names["run"]
+
+
+def _literal(spec, made, names):
+    """The expression that builds the structure ``spec`` (``_flatten``'s) with its tensor slots
+    the expressions ``made``, in order: a result's structure is written out, not rebuilt by a
+    walk at every call (the optimizers' replays return ~30 tensors in lists and dicts); other
+    values are globals of ``names``."""
+    kind = spec[0]
+    if kind == "T":
+        return next(made)
+    if kind == "V":
+        name = f"V{len(names)}"
+        names[name] = spec[2]
+        return name
+    if kind == "dict":
+        items = []
+        for k, v in spec[1]:
+            key = f"K{len(names)}"
+            names[key] = k
+            items.append(f"{key}: {_literal(v, made, names)}")
+        return "{" + ", ".join(items) + "}"
+    items = "".join(_literal(x, made, names) + ", " for x in spec[1])
+    return f"({items})" if kind == "tuple" else f"[{items}]"
 
 
 # launches without inputs whose result depends on their params alone: a program keeps the
@@ -406,42 +425,50 @@ class Compiled:
 
     def _trace(self, args, kwargs, leaves):
         self.traces += 1
-        _force_all(leaves)
-        snapshot = {}
-        for opt in list(_OPTIMIZERS):
-            for i, p in enumerate(opt._params):
-                snapshot[opt, "param", i] = p._data
-                for key, v in opt._state[i].items():
-                    if isinstance(v, TensorBase):
-                        snapshot[opt, key, i] = v._data
-        before = {opt: (list(opt._params), [dict(s) for s in opt._state]) for opt in _OPTIMIZERS}
-        recorder = _Recorder()
-        previous = backends.set_recorder(recorder)
-        try:
-            out = self.fn(*args, **kwargs)
-            out_leaves = []
-            out_spec = _flatten(out, out_leaves)
-            _force_all(out_leaves)
-            opt_after = []
-            for opt, (params, states) in before.items():
-                for i, p in enumerate(opt._params):
-                    if p is not params[i]:
-                        opt_after.append((opt, i, "param", p, p._node.distributed if p._node else None))
-                    for key, v in opt._state[i].items():
-                        if isinstance(v, TensorBase) and v is not states[i].get(key):
-                            opt_after.append((opt, i, key, v, None))
-            _force_all([t for *_, t, _ in opt_after])
-        finally:
-            backends.set_recorder(previous)
-        program = _build(recorder, leaves, snapshot, out_spec, out_leaves, opt_after)
-        # results of the trace itself: as a replay returns them (no graph)
-        results = iter([make(cls, t._data, device, dtype)
-                        for t, (_, cls, device, dtype) in zip(out_leaves, program.results)])
-        return _rebuild(out_spec, results), program
+        return trace(self.fn, args, kwargs, leaves)
 
     def clear(self):
         """Forget every traced signature (the next call traces again)."""
         self._programs.clear()
+
+
+def trace(fn, args, kwargs, leaves):
+    """``(fn(*args, **kwargs), program)``: one eager call of ``fn`` recorded, and the program
+    whose ``run(leaves)`` replays it for tensors ``leaves`` of the structure of ``args`` and
+    ``kwargs`` (``_flatten``'s leaves, in order) and returns what ``fn`` would.  What a
+    ``Compiled`` function does per signature; ``ember.optim`` replays its updates with it."""
+    _force_all(leaves)
+    snapshot = {}
+    for opt in list(_OPTIMIZERS):
+        for i, p in enumerate(opt._params):
+            snapshot[opt, "param", i] = p._data
+            for key, v in opt._state[i].items():
+                if isinstance(v, TensorBase):
+                    snapshot[opt, key, i] = v._data
+    before = {opt: (list(opt._params), [dict(s) for s in opt._state]) for opt in _OPTIMIZERS}
+    recorder = _Recorder()
+    previous = backends.set_recorder(recorder)
+    try:
+        out = fn(*args, **kwargs)
+        out_leaves = []
+        out_spec = _flatten(out, out_leaves)
+        _force_all(out_leaves)
+        opt_after = []
+        for opt, (params, states) in before.items():
+            for i, p in enumerate(opt._params):
+                if p is not params[i]:
+                    opt_after.append((opt, i, "param", p, p._node.distributed if p._node else None))
+                for key, v in opt._state[i].items():
+                    if isinstance(v, TensorBase) and v is not states[i].get(key):
+                        opt_after.append((opt, i, key, v, None))
+        _force_all([t for *_, t, _ in opt_after])
+    finally:
+        backends.set_recorder(previous)
+    program = _build(recorder, leaves, snapshot, out_spec, out_leaves, opt_after)
+    # results of the trace itself: as a replay returns them (no graph)
+    results = iter([make(cls, t._data, device, dtype)
+                    for t, (_, cls, device, dtype) in zip(out_leaves, program.results)])
+    return _rebuild(out_spec, results), program
 
 
 def compile(fn=None):

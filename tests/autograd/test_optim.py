@@ -159,6 +159,56 @@ def test_large_parameter_uses_the_parallel_kernel_and_agrees(cls, device):
     np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("name, cls, ref, kw", CONFIGS, ids=[c[0] for c in CONFIGS])
+def test_replayed_steps_equal_op_by_op(name, cls, ref, kw, device, monkeypatch):
+    """After ``HOT_STEPS`` steps of one kind an optimizer replays its traced updates: the
+    parameters and every state tensor equal those of an optimizer that runs each step op by
+    op, bit for bit, through a parameter without a gradient (a new kind of step), a change
+    of learning rate (another) and back."""
+    rng = np.random.default_rng(7 + len(name))
+    shapes = [(3, 4), (5,), ()]
+    start = [rng.standard_normal(s) for s in shapes]
+    replayed = cls([param(a, device) for a in start], **kw)
+    op_by_op = cls([param(a, device) for a in start], **kw)
+    op_by_op._replayed = lambda picked: None
+    for k in range(16):
+        gs = [rng.standard_normal(s) for s in shapes]
+        if k in (5, 6, 7):
+            gs[1] = None          # parameter 1 waits: another kind of step, then back, its
+        if k == 12:               # step count no longer the others' (a kind of its own)
+            for opt in (replayed, op_by_op):
+                opt.lr = kw.get("lr", 1e-3) * 0.5   # a new hyperparameter: traced again
+        for opt in (replayed, op_by_op):
+            opt.step(grads_for(opt.params, gs))
+        for p, q in zip(replayed.params, op_by_op.params):
+            assert p.is_require_grad() and p.shape == q.shape and p.dtype == q.dtype
+            np.testing.assert_array_equal(p.numpy(), q.numpy())
+        for i in range(len(shapes)):
+            a, b = replayed.state(i), op_by_op.state(i)
+            assert a.keys() == b.keys()
+            for key in a:
+                np.testing.assert_array_equal(np.asarray(a[key]), np.asarray(b[key]))
+    assert len(replayed._programs) == 4   # all, without parameter 1, all again, a new lr
+    # the parameters that step together still share one step count
+    assert replayed._state[0]["step"] is replayed._state[2]["step"]
+    assert replayed._state[0]["step"] is not replayed._state[1]["step"]
+
+
+def test_updates_replay_after_hot_steps_without_dispatch(device, monkeypatch):
+    from ember import optim
+    w = param(np.ones((4, 4)), device)
+    opt = ember.optim.Adam([w], lr=0.1)
+    for _ in range(optim.HOT_STEPS):
+        (w,) = opt.step((w * w).sum().backward())
+    assert len(opt._programs) == 1
+    grads = (w * w).sum().backward()
+    import ember.dispatch as dispatch
+    calls = []
+    monkeypatch.setattr(dispatch, "_apply", lambda *a: calls.append(a))   # no op may dispatch
+    (w2,) = opt.step(grads)
+    assert calls == [] and w2.is_require_grad() and w2.shape == (4, 4)
+
+
 # --- the step contract ----------------------------------------------------------------------
 def test_step_returns_new_marked_leaves_in_order(device):
     a, b, c = param([1.0, 2.0], device), param([[3.0]], device), param([4.0, 5.0, 6.0], device)

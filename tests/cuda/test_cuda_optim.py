@@ -59,11 +59,27 @@ def test_a_step_makes_no_device_to_host_copy(cuda, host_copies, make):
 
 
 def test_cuda_updates_equal_the_cpu_ones(cuda):
+    from ember import optim
     cpu_params, gpu_params = _params(ember.Device.cpu()), _params(cuda)
     cpu_opt, gpu_opt = ember.optim.Adam(cpu_params, lr=0.05), ember.optim.Adam(gpu_params, lr=0.05)
-    for _ in range(3):
+    for _ in range(optim.HOT_STEPS + 2):   # op by op, then replays of the traced updates
         cpu_params = cpu_opt.step(_loss(*cpu_params).backward())
         gpu_params = gpu_opt.step(_loss(*gpu_params).backward())
     for c, g in zip(cpu_params, gpu_params):
         assert_same(g.inner(), c.inner(), rtol=1e-5)
     assert_same(gpu_opt.state(0)["exp_avg_sq"], cpu_opt.state(0)["exp_avg_sq"], rtol=1e-5)
+    assert len(gpu_opt._programs) == 1 and gpu_opt.state(0)["step"] == optim.HOT_STEPS + 2
+
+
+def test_replayed_cuda_updates_make_no_device_to_host_copy(cuda, host_copies):
+    from ember import optim
+    params = _params(cuda)
+    opt = ember.optim.Adam(params, lr=0.1)
+    for _ in range(optim.HOT_STEPS + 1):
+        params = opt.step(_loss(*params).backward())
+    grads = _loss(*params).backward()
+    host_copies.clear()
+    new = opt.step(grads)   # a replay
+    assert len(opt._programs) == 1
+    ember.fusion.force(*new)
+    assert host_copies == [] and all(p.device == cuda and p.is_require_grad() for p in new)
