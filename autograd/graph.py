@@ -18,10 +18,13 @@ import itertools
 import operator
 
 from ember import dispatch
+from ember.backends import recorder
 from ember.device import CheckpointingStrategy
-from ember.dtypes import Complex, Float
+from ember.dtypes import Complex, DType, Float
+from ember.ir import Op
+from ember.storage import TensorBase
 from . import checkpoint
-from .rules import COMPLEX_RULES, OUT, RULES
+from .rules import COMPLEX_RULES, OUT, REPLAYABLE, RULES
 
 BALANCED = CheckpointingStrategy.BALANCED
 
@@ -266,6 +269,17 @@ def backward(root_tensor):
             "for a real loss: call backward() on a real tensor such as z.abs().sum() or z.real")
     nodes = _collect(root)
     nodes.sort(key=_order, reverse=True)
+    if _backward_hook is None and recorder() is None:
+        grads = _replayed(root_tensor, nodes)
+        if grads is not None:
+            return grads
+    return _walk(root_tensor, nodes)
+
+
+def _walk(root_tensor, nodes):
+    """``backward``'s walk over ``nodes`` (every node reachable from the root, by decreasing
+    creation number): each step's rule, un-broadcasting, accumulation of fan-out."""
+    root = root_tensor._node
     from ember.creation import ones
     seed = ones(root_tensor.shape, dtype=root_tensor.dtype, device=root_tensor.device.base())
     grads = {root: seed}   # (nodes hash by identity)
@@ -309,6 +323,131 @@ def backward(root_tensor):
         n.rule = n.params = n.x = n.out = n.recipe = None
     if sync is not None:
         sync.finish(out)
+    return out
+
+
+# --- replaying the backward of a graph seen before (issue 19) ------------------------------
+# A training loop builds the same graph at every step, and its backward runs the same rules
+# on new values: ~10 us of Python a node.  After HOT_BACKWARDS backwards of one *kind* of
+# graph (its nodes' ops, parameters, shapes, dtypes, devices, parents and saved values, and
+# which saved values are one array), the walk is traced once by ember.compile's tracer and
+# later backwards of the kind replay it on their saved values.
+HOT_BACKWARDS = 8
+MAX_KINDS = 64
+_PROGRAMS = {}   # kind -> its program; None: a kind that is walked (it captured a value)
+_COLD = {}       # rough kind -> backwards of it so far
+
+
+class _Unreplayable(Exception):
+    """A graph whose backward is walked every time."""
+
+
+def _freeze(v):
+    """A hashable form of a step's parameter ``v`` (values of Python and Ember types)."""
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return ("dict",) + tuple((k, _freeze(x)) for k, x in v.items())
+    if isinstance(v, slice):
+        return ("slice", v.start, v.stop, v.step)
+    if v is None or v is Ellipsis or isinstance(v, (bool, int, float, str, DType, Op,
+                                                    CheckpointingStrategy)):
+        return v
+    raise _Unreplayable(type(v).__name__)
+
+
+def _kind(root_tensor, nodes):
+    """(the kind of the graph of ``nodes``, its saved values as tensors, its leaves).
+
+    Per node: its op and rule, parameters, input shapes and dtypes, parents (positions in
+    ``nodes``), which inputs and outputs it saved and which saved values are one array.  The
+    saved values' shapes and dtypes follow from these, and every node of a graph of
+    ``REPLAYABLE`` ops is on the root's device.  A parameter that is not hashable is frozen
+    (``_freeze``); one hashed by identity makes every graph a kind of its own (never
+    replayed).  (~1 us a node: the RK4 graph's 1918 nodes are hashed and compared at every
+    backward.)"""
+    index = {n: k for k, n in enumerate(nodes)}
+    saved = []
+    arrays = {}
+    parts = []
+    replayable = REPLAYABLE
+    for n in nodes:
+        if n.leaf:
+            parts.append(n.shape)
+            continue
+        op = n.op
+        if n.balanced or op not in replayable:
+            raise _Unreplayable(op)
+        params = n.params
+        if params is not None:
+            params = tuple(params.items())
+            try:
+                hash(params)
+            except TypeError:
+                params = _freeze(n.params)
+        keep = n.x
+        alias = []
+        for x in keep:
+            if x is not None:
+                saved.append(x)
+                alias.append(arrays.setdefault(id(x._buf), len(arrays)))
+        out = n.out
+        if out is not None:
+            for x in (out if type(out) is tuple else (out,)):
+                if not isinstance(x, TensorBase):
+                    raise _Unreplayable("a saved recipe")
+                saved.append(x)
+                alias.append(arrays.setdefault(id(x._buf), len(arrays)))
+        parts.append((op, n.rule is RULES.get(op), params, n.shapes, n.dtypes,
+                      tuple([None if p is None else index[p] for p in n.parents]),
+                      tuple([x is not None for x in keep]), out is not None, tuple(alias)))
+    leaves = [n for n in nodes if n.leaf]
+    d = root_tensor._device
+    kind = (tuple(parts), root_tensor._dtype, d.type, d.index)
+    return kind, saved, leaves
+
+
+def _replayed(root_tensor, nodes):
+    """The Gradients of a replay of this kind of graph's traced walk, or None (walk it)."""
+    root = nodes[0]
+    rough = (len(nodes), root.op, root.shape, root_tensor._device.type)
+    runs = _COLD.get(rough, 0) + 1
+    if runs < HOT_BACKWARDS:
+        if len(_COLD) >= MAX_KINDS:
+            _COLD.clear()
+        _COLD[rough] = runs
+        return None
+    try:
+        kind, saved, leaves = _kind(root_tensor, nodes)
+    except _Unreplayable:
+        _COLD[rough] = -10 ** 9   # (walked from now on)
+        return None
+    program = _PROGRAMS.get(kind, _PROGRAMS)
+    if program is not _PROGRAMS:
+        if program is None:
+            return None
+        grads = program.run(saved)
+        for n in nodes:   # consumed as the walk consumes them
+            if not n.leaf:
+                n.consumed = True
+                n.rule = n.params = n.x = n.out = n.recipe = None
+    else:
+        if len(_PROGRAMS) >= MAX_KINDS:
+            _PROGRAMS.clear()
+        from ember.compile import trace
+
+        def walk(_saved):
+            g = _walk(root_tensor, nodes)._grads
+            return [g.get(n) for n in leaves]
+        grads, program = trace(walk, (saved,), {}, list(saved), optimizers=False)
+        # (a rule sees the graph through its node alone: saved values, which are the
+        # program's inputs, and parameters of Python values (``_freeze``); the other arrays
+        # it reads are made by it or are Ember's constants, which the program keeps)
+        _PROGRAMS[kind] = program
+    out = Gradients()
+    for n, g in zip(leaves, grads):
+        if g is not None:
+            out._grads[n] = g
     return out
 
 

@@ -24,7 +24,7 @@ from typing import Callable, NamedTuple
 from ember import dispatch
 from ember import dtypes as dt
 from ember.backends import recorder
-from ember.ir import Op
+from ember.ir import ELEMENTWISE, Op
 
 
 class Rule(NamedTuple):
@@ -734,6 +734,16 @@ RULES = {
     Op.SLICE_ASSIGN: Rule(((), ()), _slice_assign),
     Op.CAT: Rule((), _cat),  # variadic; no input's gradient reads anything
 }
+
+
+# The ops whose rules are tensor ops alone, whatever the values: no value read, no formula
+# picked by the data (``_tracing``), no linear-algebra routine that checks its input.  A
+# backward over these only can be traced once and replayed (``graph.backward``);
+# tests/test_architecture.py checks that none of their rules reaches a value read.
+REPLAYABLE = frozenset(op for op in RULES if op in ELEMENTWISE) | frozenset((
+    Op.SUM, Op.PROD, Op.MAX, Op.MIN, Op.CUMSUM, Op.SOFTMAX, Op.LOG_SOFTMAX, Op.MATMUL,
+    Op.SORT, Op.TOPK, Op.GATHER, Op.SCATTER, Op.INDEX_SELECT, Op.RESHAPE, Op.PERMUTE,
+    Op.EXPAND, Op.SLICE, Op.FLIP, Op.CONTIGUOUS, Op.SLICE_ASSIGN, Op.CAT))
 
 
 # ops whose first input is complex: where the rule differs from RULES (graph.record)

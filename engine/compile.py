@@ -432,20 +432,24 @@ class Compiled:
         self._programs.clear()
 
 
-def trace(fn, args, kwargs, leaves):
+def trace(fn, args, kwargs, leaves, optimizers=True):
     """``(fn(*args, **kwargs), program)``: one eager call of ``fn`` recorded, and the program
     whose ``run(leaves)`` replays it for tensors ``leaves`` of the structure of ``args`` and
     ``kwargs`` (``_flatten``'s leaves, in order) and returns what ``fn`` would.  What a
-    ``Compiled`` function does per signature; ``ember.optim`` replays its updates with it."""
+    ``Compiled`` function does per signature; ``ember.optim`` replays its updates with it and
+    ``backward`` its walks, both with ``optimizers`` false: the optimizers' tensors are then
+    neither read at every call nor written back (an array ``fn`` reads that is not in
+    ``leaves`` is a constant)."""
     _force_all(leaves)
     snapshot = {}
-    for opt in list(_OPTIMIZERS):
+    for opt in list(_OPTIMIZERS) if optimizers else ():
         for i, p in enumerate(opt._params):
             snapshot[opt, "param", i] = p._data
             for key, v in opt._state[i].items():
                 if isinstance(v, TensorBase):
                     snapshot[opt, key, i] = v._data
-    before = {opt: (list(opt._params), [dict(s) for s in opt._state]) for opt in _OPTIMIZERS}
+    before = {opt: (list(opt._params), [dict(s) for s in opt._state])
+              for opt in (_OPTIMIZERS if optimizers else ())}
     recorder = _Recorder()
     previous = backends.set_recorder(recorder)
     try:

@@ -169,7 +169,7 @@ class Optimizer:
             if len(self._programs) >= MAX_PROGRAMS:
                 self._programs.clear()
             (outs, new_states), program = trace(self._updates_of, (params, grads, states), {},
-                                                leaves)
+                                                leaves, optimizers=False)
             self._programs[kind] = program
         else:
             outs, new_states = program.run(leaves)

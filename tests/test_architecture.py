@@ -122,3 +122,46 @@ def test_planners_import_no_kernel_and_touch_no_backend_private(path):
     code = "\n".join(line.split("#")[0] for line in text.splitlines())
     assert not re.search(r"^\s*(from|import)\s+(ember\.kernels|\.+kernels)", code, re.M), path
     assert not re.search(r"backend\._[a-z]", code), path
+
+
+# what a rule must not reach to be replayable: a formula picked by the data, or a value read
+_VALUE_READS = {"_tracing", "_has", "_used", "_check_phase", "_divide", "item", "numpy",
+                "tolist", "_host", "linalg"}
+
+
+def _names_reached(code, module, seen):
+    """Global and attribute names ``code`` uses, through nested code objects and the module
+    functions it calls."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names_reached(const, module, seen)
+    for name in list(names):
+        fn = getattr(module, name, None)
+        if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and name not in seen:
+            seen.add(name)
+            if hasattr(fn, "__code__"):
+                names |= _names_reached(fn.__code__, module, seen)
+    return names
+
+
+def test_replayable_rules_read_no_values():
+    """graph.backward replays the traced walk of a graph of REPLAYABLE ops: their rules (and
+    their complex forms) must compute the same ops whatever the values."""
+    from ember.autograd import rules
+    for op in rules.REPLAYABLE:
+        for table in (rules.RULES, rules.COMPLEX_RULES):
+            rule = table.get(op)
+            if rule is None:
+                continue
+            fn = rule.backward
+            code = fn.__code__ if hasattr(fn, "__code__") else fn.__call__.__code__
+            reached = _names_reached(code, rules, set())
+            closure = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
+            for c in closure:
+                if hasattr(c, "__code__"):
+                    reached |= _names_reached(c.__code__, rules, set())
+            assert not reached & _VALUE_READS, (op, reached & _VALUE_READS)
+    # and the rules that do read values are not replayable
+    for op in (Op.CUMPROD, Op.DET, Op.SLOGDET, Op.EIGH, Op.SVD, Op.SOLVE, Op.CHOLESKY):
+        assert op not in rules.REPLAYABLE
