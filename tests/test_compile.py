@@ -512,8 +512,9 @@ def test_tape_index_checks_run_at_every_replay():
     x = t(X)
     close(step(x, t(IDX, ember.int64)), (x * 2).gather(1, t(IDX, ember.int64)) + 1)
     on_tape(step)
-    (program,) = step._programs.values()   # the range check is an instruction of the tape:
-    assert [s[0] for s in program.replay.segments] == ["tape"]   # no Python between segments
+    if DEVICE.type == "cpu":   # the range check is an instruction of the tape (no Python
+        (program,) = step._programs.values()   # between segments)
+        assert [s[0] for s in program.replay.segments] == ["tape"]
     for value in (-1, 5):
         bad = IDX.copy()
         bad[2, 1] = value
