@@ -58,7 +58,9 @@ def prefer_wide_vectors(typingctx):
     the clock drop of older Xeons), so loops over float32 ran 8 lanes wide; the function
     attribute ``"prefer-vector-width"="512"`` lifts that for one function (elsewhere it
     changes nothing).  A float32 tanh over 131 072 values: 98 -> 74 us, the same bits.
-    Every compiled scalar op calls it (``scalar_op``): the loop it is inlined into gets it."""
+    The float32 twins of the scalar ops (``*_f32``: exp, tanh, erf, ... in float32
+    arithmetic) call it (``scalar_op``): a loop one is inlined into gets it.  (Every scalar
+    op calling it cost ~8 % more compile time for no gain on the memory-bound ones.)"""
     def codegen(context, builder, signature, args):
         # (llvmlite's attribute set checks names against a list without string attributes)
         set.add(builder.function.attributes, '"prefer-vector-width"="512"')
@@ -96,7 +98,7 @@ def scalar_op(name):
     """The njit-compiled scalar function ``kernels.scalar.<name>``.
 
     Scalar ops may call each other (``silu`` calls ``sigmoid``): those names are
-    bound to their compiled versions.  The loop a scalar op is inlined into prefers wide
+    bound to their compiled versions.  The loop a float32 twin is inlined into prefers wide
     vectors (``prefer_wide_vectors``).
     """
     fn = getattr(scalar, name)
@@ -104,6 +106,8 @@ def scalar_op(name):
     # inlined into the loop at Numba level: LLVM alone leaves bigger ones as calls, which
     # stops SIMD and turns their selects into mispredicted branches (tanh: 15 ns -> 1 ns)
     inner = numba.njit(inline="always", **JIT_OPTIONS)(specialize(fn, name, **calls))
+    if not name.endswith("_f32"):
+        return inner
     wide = specialize(_WIDE[fn.__code__.co_argcount], name + "__wide", FN=inner)
     return numba.njit(inline="always", **JIT_OPTIONS)(wide)
 
