@@ -15,6 +15,7 @@ is a topological order.  Un-broadcasting and accumulation of fan-out happen
 here, once, never in the rules.
 """
 import itertools
+import math
 import operator
 
 from ember import dispatch
@@ -417,10 +418,11 @@ def _replayed(root_tensor, nodes):
             _COLD.clear()
         _COLD[rough] = runs
         return None
+    _COLD[rough] = math.inf   # (hot from now on)
     try:
         kind, saved, leaves = _kind(root_tensor, nodes)
     except _Unreplayable:
-        _COLD[rough] = -10 ** 9   # (walked from now on)
+        _COLD[rough] = -math.inf   # (walked from now on)
         return None
     program = _PROGRAMS.get(kind, _PROGRAMS)
     if program is not _PROGRAMS:

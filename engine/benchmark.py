@@ -12,7 +12,8 @@ How one benchmark runs:
    by op, as in any script (chains compile once they are hot: ``ember.fusion.HOT_RUNS``);
    if it did, the next warm-up call compiles them at once (``HOT_RUNS`` is 1 for it) and one
    more call follows: samples time the steady state a loop reaches after ``HOT_RUNS`` calls,
-   without making those calls.
+   without making those calls.  Likewise backwards and optimizer steps replay from the second
+   call on (``graph.HOT_BACKWARDS`` and ``optim.HOT_STEPS`` are 1 after the first call).
 2. calibration: the number of calls per sample grows until a sample lasts at least
    ``min_time`` seconds, and never less than 10,000 ticks of the clock
    (``time.get_clock_info("perf_counter").resolution``), so the timer's resolution is
@@ -222,19 +223,28 @@ class Timer:
             t = self.run(1)
             return t, fusion.stats()["cold"] != cold
 
-        first, cold = timed()
+        first, cold = timed()   # (as any script's first call)
         last = None
-        before = False   # the call before ran chains op by op (so this one may have compiled)
-        calls = 1
-        hot_runs = fusion.HOT_RUNS
-        fusion.HOT_RUNS = 1   # chains still cold after the first call compile at their next force
+        # after it, what a loop does once it repeats happens at once: chains still cold
+        # compile at their next force, a kind of graph or of optimizer step seen again is
+        # traced (and replayed from then on)
+        thresholds = [(fusion, "HOT_RUNS")] + [
+            (sys.modules[m], name) for m, name in (("ember.autograd.graph", "HOT_BACKWARDS"),
+                                                   ("ember.optim", "HOT_STEPS"))
+            if m in sys.modules]
+        saved = [getattr(m, name) for m, name in thresholds]
+        for m, name in thresholds:
+            setattr(m, name, 1)
         try:
+            before = False   # the call before ran chains op by op (so this one may have compiled)
+            calls = 1
             while calls < warmup or ((cold or before) and calls < max(warmup, 1) + 3):
                 before = cold
                 last, cold = timed()
                 calls += 1
         finally:
-            fusion.HOT_RUNS = hot_runs
+            for (m, name), value in zip(thresholds, saved):
+                setattr(m, name, value)
         return first, last
 
     def calibrate(self, min_time, last=None):

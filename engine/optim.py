@@ -165,7 +165,7 @@ class Optimizer:
                     self._cold.clear()
                 self._cold[kind] = runs
                 return None
-            del self._cold[kind]
+            self._cold.pop(kind, None)
             if len(self._programs) >= MAX_PROGRAMS:
                 self._programs.clear()
             (outs, new_states), program = trace(self._updates_of, (params, grads, states), {},

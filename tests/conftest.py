@@ -69,9 +69,11 @@ def cuda_available():
 @pytest.fixture
 def hot_chains(monkeypatch):
     """Every fused chain compiles at its first force, whatever its size (``fusion.HOT_RUNS``
-    = 1): for tests of the fused kernels themselves."""
+    = 1) and length (``SHORT_CHAIN`` = 0: short chains of tiny tensors fuse too): for tests
+    of the fused kernels themselves."""
     from ember import fusion
     monkeypatch.setattr(fusion, "HOT_RUNS", 1)
+    monkeypatch.setattr(fusion, "SHORT_CHAIN", 0)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 Every check runs the same code with fusion on and off (``ember.fusion.set_enabled``) and
 compares values, dtypes and shapes exactly; ``ember.fusion.stats()`` shows what ran.
 """
+import functools
 import os
 import subprocess
 import sys
@@ -69,6 +70,7 @@ def test_a_chain_is_one_kernel_with_one_output(rng):
 @pytest.fixture
 def hot_after_three(monkeypatch):
     monkeypatch.setattr(fusion, "HOT_RUNS", 3)
+    monkeypatch.setattr(fusion, "SHORT_CHAIN", 0)   # (the tests' chains are short and tiny)
     monkeypatch.setattr(fusion, "_COLD", {})
     monkeypatch.setattr(fusion, "_PROGRAMS", {})
 
@@ -87,6 +89,19 @@ def test_a_small_chain_runs_op_by_op_until_it_is_hot(rng, hot_after_three):
             assert st["kernels"] == 0 and st["cold"] == 6, (k, st)
         else:        # the third force compiles the chain; later ones reuse it
             assert st["kernels"] == 1 and st["fused_ops"] == 6 and st["cold"] == 0, (k, st)
+
+
+def test_a_short_chain_of_tiny_tensors_runs_node_by_node(rng, monkeypatch):
+    """Fewer than SHORT_SIZE elements and at most SHORT_CHAIN ops: the eager kernels, no fused
+    kernel (its planning costs more than the launches); a longer chain of them fuses."""
+    monkeypatch.setattr(fusion, "SHORT_CHAIN", 8)
+    a = randn(rng, 3, 2, dtype=np.float64)
+    short = lambda x: (x * 0.5 + 1.0).tanh() * x                     # 4 ops
+    long = lambda x: functools.reduce(lambda h, _: (h * 0.9).sin(), range(6), x)   # 12 ops
+    for fn, kernels, eager in ((short, 0, 4), (long, 1, 0)):
+        (got,), st = counting(lambda: run(fn, a, fused=True))
+        assert st["kernels"] == kernels and st["eager"] == eager, st
+        np.testing.assert_array_equal(got[0], run(fn, a, fused=False)[0][0])   # the same bits
 
 
 def test_a_large_chain_compiles_at_once(rng, hot_after_three, monkeypatch):

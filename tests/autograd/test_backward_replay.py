@@ -129,3 +129,26 @@ def test_unreplayable_ops_and_hooks_walk(device, monkeypatch):
     for _ in range(graph.HOT_BACKWARDS + 2):
         (w * w).sum().backward()
     assert graph._PROGRAMS == {}   # a backward hook (ember.distributed) is never bypassed
+
+
+def test_benchmark_warm_up_reaches_the_replays(device):
+    """ember.benchmark times a loop's steady state: its warm-up traces a kind of graph (and
+    of optimizer step) the first time, without HOT_BACKWARDS calls, and restores the counts."""
+    from ember import optim
+    w = ember.tensor(np.ones((4, 4)), dtype=ember.float64, device=device).require_grad()
+    opt = ember.optim.Adam([w], lr=0.1)
+
+    def step():
+        opt.step(((opt.params[0] * 2).tanh().sum()).backward())
+
+    ember.benchmark(step, warmup=2, repeat=3, min_time=1e-4)
+    assert graph.HOT_BACKWARDS == 8 and optim.HOT_STEPS == 3
+    assert len(opt._programs) == 1
+    if device.checkpointing is not BALANCED:
+        assert [p for p in graph._PROGRAMS.values() if p is not None]
+        walk = graph._walk   # and the kind stays hot: the next backward replays at once
+        graph._walk = None
+        try:
+            step()
+        finally:
+            graph._walk = walk
