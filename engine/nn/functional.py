@@ -29,8 +29,14 @@ from .. import dispatch
 from .. import dtypes as dt
 from .. import random as _random
 from ..creation import cat, from_numpy, full
+from ..backends import recorder as _recorder
 from ..ir import Op
 from ..tensor import Tensor
+
+
+def _tracing():
+    """Inside a step ``ember.compile`` traces (no value may be read: one formula for all)."""
+    return _recorder() is not None
 
 __all__ = [
     "linear", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
@@ -469,6 +475,15 @@ def _nll(name, logp, target, weight, ignore_index):
     if target.shape != expected:
         raise ValueError(f"{name}: target of shape {target.shape} does not match input of shape "
                          f"{logp.shape} (expected class indices of shape {expected})")
+    if weight is None and target._device.type == "cpu" and target.numel() and not _tracing():
+        # eager on the CPU the targets are read anyway (the range check, on the host's own
+        # array): when none is ignored, the loss is the picked log-probabilities alone, the
+        # same values as below without its seven masking and counting ops
+        if not (target._host(f"{name}: the target check") == ignore_index).any():
+            _check_range(name, "target class", target, classes)
+            loss = -dispatch.apply(Op.GATHER, logp, target.unsqueeze(class_dim),
+                                   axis=class_dim).squeeze(class_dim)
+            return loss, loss.numel(), None
     # (no branch on the data: the same ops whether or not any target is ignored, so the loss
     # traces inside ember.compile)
     ignored = target == ignore_index
@@ -548,7 +563,9 @@ def cross_entropy(input, target, weight=None, *, ignore_index=-100, reduction="m
     if not label_smoothing:
         return loss
     terms = logp if weight is None else logp * weight.reshape(w_shape)
-    smooth = -terms.sum(class_dim).mask_fill(ignored, 0)
+    smooth = -terms.sum(class_dim)
+    if ignored is not None:
+        smooth = smooth.mask_fill(ignored, 0)
     smooth = _reduce(smooth, reduction, count)
     return loss * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 

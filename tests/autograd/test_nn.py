@@ -566,3 +566,28 @@ ERRORS = [
 def test_errors(name, fn, exc, match):
     with pytest.raises(exc, match=match):
         fn()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+def test_cross_entropy_without_ignored_targets_equals_the_general_formula(
+        reduction, label_smoothing, device, monkeypatch):
+    """Eager on the CPU, targets none of which is ignored take the short formula (the gathered
+    log-probabilities alone): the loss and its gradient equal the general formula's bit for
+    bit (the one a traced step, CUDA or a class weight take)."""
+    from ember.nn import functional
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((7, 3))
+    target = idx(rng.integers(0, 3, 7))
+
+    def loss_and_grad():
+        x = ember.tensor(logits, device=device).require_grad()
+        loss = F.cross_entropy(x * 1.5, target, reduction=reduction,
+                               label_smoothing=label_smoothing)
+        return loss.inner().numpy(), x.grad(loss.sum().backward()).numpy()
+
+    short = loss_and_grad()
+    monkeypatch.setattr(functional, "_tracing", lambda: True)   # the general formula
+    general = loss_and_grad()
+    for a, b in zip(short, general):
+        np.testing.assert_array_equal(a, b)
