@@ -58,12 +58,13 @@ MAX_LEAVES = 24
 # at once, as does every chain of a step ``ember.compile`` traces.
 HOT_RUNS = 64
 HOT_SIZE = 1 << 16
-# A chain of at most SHORT_CHAIN ops whose result has fewer than SHORT_SIZE elements runs node
-# by node (``_run_short``): forcing a fused chain costs ~15 us of planning and launching, a
-# node ~1.5 us.  An RK4 step of 3 x 2 states (chains of 2 and 7 ops): 31 -> ~24 ms per 100
-# steps and gradient; 50 x tanh(h*1.001 + 0.001) on 16 elements (chains of 100+ ops) stays fused.
+# A chain of at most SHORT_CHAIN ops whose result has at most SHORT_SIZE elements runs node by
+# node (``_run_short``): forcing a fused chain costs ~15 us of planning and launching (~40 with
+# a broadcast operand), a node on 6 elements ~1.5 us and on 8192 ~10-15 us, whose memory traffic
+# stays in cache.  Measured (docs/decisions.md "Fusion"): a bias add and tanh on 128 x 64,
+# fused 48 us, node by node 30; five ops 69 against 65; from 32768 elements fusion wins.
 SHORT_CHAIN = 8
-SHORT_SIZE = 64
+SHORT_SIZE = 1 << 13
 
 ENABLED = os.environ.get("EMBER_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
 FUSABLE = ELEMENTWISE
@@ -343,7 +344,7 @@ def _force(root):
     # (no local variable of this function may hold a node of the chain: see _outputs)
     if not _pending(root.args):   # nothing to fuse: the eager kernel, compiled once for all
         return _run_alone(root)
-    if root.weight <= SHORT_CHAIN and prod(root.shape) < SHORT_SIZE:
+    if root.weight <= SHORT_CHAIN and prod(root.shape) <= SHORT_SIZE:
         return _run_short(root)
     order, leaves, kinds, entries, uses = _plan(root)
     key = (tuple(kinds), tuple(entries), tuple(_outputs(order, uses)))

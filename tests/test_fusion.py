@@ -530,6 +530,7 @@ CODE = """
     import ember
 
     ember.fusion.HOT_RUNS = 1   # every chain compiles at its first force
+    ember.fusion.SHORT_CHAIN = 0   # (short chains of small tensors too)
 
     a = ember.tensor(np.linspace(-1, 1, 64, dtype=np.float32))
     b = ember.tensor(np.linspace(0, 2, 64, dtype=np.float32))
