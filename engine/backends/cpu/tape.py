@@ -34,7 +34,7 @@ import threading
 import numpy as np
 
 from ...ir import ELEMENTWISE, REDUCTIONS, Op
-from ..shared import chain_key, identity
+from ..shared import c_strides, chain_key, identity
 from . import linalg
 from .elementwise import PARALLEL_MIN
 
@@ -435,7 +435,7 @@ class _Lowering:
         out = self.region(x.slot, out_shape)
         n = out.pos.size
         if n:
-            base, st = _bases(out_shape, axis, _c_strides(x.pos.shape))
+            base, st = _bases(out_shape, axis, c_strides(x.pos.shape))
             dt = self.dtype(x)
             self.emit(self.kernel("gather", None, (dt, dt, "int64")), (out.slot, x.slot, idx.slot),
                       (_first(out), n, self.index(x.pos), self.index(base), self.index(index_pos),
@@ -453,7 +453,7 @@ class _Lowering:
         self.copy_to(x, x.pos, out.slot, _first(out))
         n = idx.pos.size
         if n:
-            base, st = _bases(idx.pos.shape, axis, _c_strides(x.pos.shape))
+            base, st = _bases(idx.pos.shape, axis, c_strides(x.pos.shape))
             vpos = np.broadcast_to(values.pos, idx.pos.shape)
             dt = self.dtype(x)
             self.emit(self.kernel("scatter", None, (dt, dt, "int64")),
@@ -717,15 +717,6 @@ def _matrix_form(blocks):
         if np.array_equal(blocks, offsets + pattern):
             return base, step, transposed
     return None
-
-
-def _c_strides(shape):
-    strides = []
-    s = 1
-    for n in reversed(shape):
-        strides.append(s)
-        s *= n
-    return tuple(reversed(strides))
 
 
 def _bases(shape, axis, strides):
