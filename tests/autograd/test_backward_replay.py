@@ -62,8 +62,8 @@ def test_replayed_gradients_equal_the_walk(device, dtype):
     ws = [ember.tensor(rng.standard_normal(s), dtype=dtype, device=device).require_grad()
           for s in shapes]
     for k in range(graph.HOT_BACKWARDS + 3):
-        x = ember.tensor(rng.standard_normal((16, 2)), dtype=dtype)
-        y = ember.tensor(rng.integers(0, 3, 16))
+        x = ember.tensor(rng.standard_normal((16, 2)), dtype=dtype, device=device.base())
+        y = ember.tensor(rng.integers(0, 3, 16), device=device.base())
         got = mlp_grads(ws, x, y)
         want = walked(mlp_grads, ws, x, y)
         for a, b in zip(got, want):
@@ -77,8 +77,8 @@ def test_replayed_gradients_equal_the_walk(device, dtype):
 
 def test_a_replayed_unrolled_solver_equals_the_walk(device):
     rng = np.random.default_rng(1)
-    s0 = ember.tensor(rng.standard_normal((3, 2)), dtype=ember.float64)
-    a_fixed = ember.tensor([[0.0, -1.0], [1.0, -0.2]], dtype=ember.float64)
+    s0 = ember.tensor(rng.standard_normal((3, 2)), dtype=ember.float64, device=device.base())
+    a_fixed = ember.tensor([[0.0, -1.0], [1.0, -0.2]], dtype=ember.float64, device=device.base())
     for k in range(graph.HOT_BACKWARDS + 2):
         theta = ember.tensor(rng.standard_normal((2, 2)) * 0.1, dtype=ember.float64,
                              device=device).require_grad()
@@ -86,7 +86,8 @@ def test_a_replayed_unrolled_solver_equals_the_walk(device):
             close(a, b, ember.float64)
 
 
-def test_a_replay_consumes_the_graph_and_keeps_the_leaves(device):
+@pytest.mark.devices   # (the CUDA tier too: bound launches replay there; the rest is too slow
+def test_a_replay_consumes_the_graph_and_keeps_the_leaves(device):   # in its simulator)
     w = ember.tensor([1.0, -2.0, 3.0], dtype=ember.float64, device=device).require_grad()
     for _ in range(graph.HOT_BACKWARDS):
         ((w * w).exp().sum()).backward()
@@ -104,8 +105,8 @@ def test_graphs_that_differ_in_parameters_or_shared_arrays_are_their_own_kinds(d
     ``w * a * b`` saves one array twice when ``a`` is ``b``: each is a kind of its own."""
     rng = np.random.default_rng(2)
     w = ember.tensor(rng.standard_normal((3, 3)), dtype=ember.float64, device=device).require_grad()
-    a = ember.tensor(rng.standard_normal((3, 3)), dtype=ember.float64)
-    b = ember.tensor(rng.standard_normal((3, 3)), dtype=ember.float64)
+    a = ember.tensor(rng.standard_normal((3, 3)), dtype=ember.float64, device=device.base())
+    b = ember.tensor(rng.standard_normal((3, 3)), dtype=ember.float64, device=device.base())
     wn, an, bn = (t.numpy() for t in (w, a, b))
     n = graph.HOT_BACKWARDS
     # traced with a is b, then b apart (a program with one input for both would be wrong);
@@ -131,6 +132,7 @@ def test_unreplayable_ops_and_hooks_walk(device, monkeypatch):
     assert graph._PROGRAMS == {}   # a backward hook (ember.distributed) is never bypassed
 
 
+@pytest.mark.devices
 def test_benchmark_warm_up_reaches_the_replays(device):
     """ember.benchmark times a loop's steady state: its warm-up traces a kind of graph (and
     of optimizer step) the first time, without HOT_BACKWARDS calls, and restores the counts."""
