@@ -455,6 +455,33 @@ def test_tape_results_equal_eager(family, dtype):
 
 
 @pytest.mark.parametrize("dtype", [ember.float64, ember.float32])
+def test_tape_copies_a_small_transposed_operand_of_a_tall_product(dtype, monkeypatch):
+    """``x @ w.T`` of many rows and a small ``w`` (``linear`` over a large batch) multiplies a
+    C-ordered copy of ``w.T`` (``linalg.skinny_weight``: OpenBLAS's transposed-B kernels are
+    2-4x slower there): one instruction more, the same products."""
+    from ember.backends.cpu import linalg as cpu_linalg
+    if DEVICE.type != "cpu":
+        pytest.skip("the CPU's tape")
+    rng = np.random.default_rng(4)
+    x, w = t(rng.standard_normal((600, 8)), dtype), t(rng.standard_normal((3, 8)), dtype)
+    assert cpu_linalg.skinny_weight(600, 8, 3)
+
+    def fn(x, w):
+        return (x @ w.T).tanh(), x[:8] @ w.T   # (8 rows: no copy)
+
+    want = [np.tanh(x.numpy() @ w.numpy().T), x.numpy()[:8] @ w.numpy().T]
+    counts = []
+    for rows in (cpu_linalg.SKINNY_ROWS, 10 ** 9):   # the copy, then none
+        monkeypatch.setattr(cpu_linalg, "SKINNY_ROWS", rows)
+        step = ember.compile(fn)
+        for _ in range(2):
+            for got, ref in zip(step(x, w), want):
+                np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-5)
+        counts.append(on_tape(step).instructions)
+    assert counts[0] == counts[1] + 1
+
+
+@pytest.mark.parametrize("dtype", [ember.float64, ember.float32])
 def test_tape_long_fused_chains_are_exact(dtype):
     """Chains of at least ``CHAIN_MIN`` elements are one loop of the chain's generated scalar
     function (leaves read as rows, row and column broadcasts, one value): bit for bit eager."""

@@ -224,6 +224,30 @@ def _layouts(m):
 PRODUCT_TOL = {np.float32: 1e-4, np.float64: 1e-12, np.complex64: 1e-4, np.complex128: 1e-12}
 
 
+@pytest.mark.parametrize("scipy_serves", [False, True], ids=["numpy", "scipy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: d.__name__)
+def test_a_tall_product_with_a_small_transposed_weight_copies_it(dtype, scipy_serves,
+                                                                  monkeypatch):
+    """``x @ w.T`` of many rows and a small ``w`` multiplies a C-ordered copy of ``w.T``
+    (``skinny_weight``); other layouts and sizes go to BLAS as they are.  Both pools."""
+    monkeypatch.setattr(cpu_linalg, "_scipy_in_use", scipy_serves)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2048, 64)).astype(dtype)
+    tol = dict(rtol=PRODUCT_TOL[dtype], atol=PRODUCT_TOL[dtype] * 10)
+    copied = []
+    real = np.ascontiguousarray
+    monkeypatch.setattr(cpu_linalg.np, "ascontiguousarray",
+                        lambda a, *args, **kw: copied.append(a.shape) or real(a, *args, **kw))
+    for n in (2, 16):   # 64 x 2 and 64 x 16 weights: copied
+        w = rng.standard_normal((n, 64)).astype(dtype)
+        np.testing.assert_allclose(cpu_linalg.matmul(x, w.T), x @ w.T, **tol)
+    w = rng.standard_normal((64, 64)).astype(dtype)   # 4096 values: left as it is
+    np.testing.assert_allclose(cpu_linalg.matmul(x, w.T), x @ w.T, **tol)
+    np.testing.assert_allclose(cpu_linalg.matmul(x[:100], w[:2].T), x[:100] @ w[:2].T, **tol)
+    assert copied == [(64, 2), (64, 16)]
+    assert cpu_linalg.skinny_weight(2048, 64, 16) and not cpu_linalg.skinny_weight(2048, 64, 64)
+
+
 @pytest.mark.parametrize("dtype", list(PRODUCT_TOL), ids=lambda d: d.__name__)
 def test_large_products_run_in_scipys_gemm_once_scipy_served_ember(dtype, monkeypatch):
     # (144 x 160) @ (160 x 96): 2 211 840 multiply-adds, above GEMM_MIN_WORK

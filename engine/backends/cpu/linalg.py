@@ -88,6 +88,8 @@ def matmul(a, b):
     # of it is a fresh mapping each call, and its first touch page-faults (2048 x 64 float32:
     # the product took ~2.5x numpy's timing of itself in a loop of other ops)
     m, n = a.shape[0], b.shape[1]
+    if skinny_weight(m, a.shape[1], n) and not b.flags.c_contiguous:
+        b = np.ascontiguousarray(b)
     out = empty((m, n), a.dtype) if m * n >= POOLED_PRODUCT else None
     if _scipy_in_use and a.dtype.char in "fdFD" and m * a.shape[1] * n >= GEMM_MIN_WORK:
         # C = A B as C^T = B^T A^T: the Fortran-ordered result read back transposed is C in
@@ -103,6 +105,18 @@ def matmul(a, b):
         return np.asarray(np.matmul(a, b))
     return np.matmul(a, b, out=out)
 
+
+def skinny_weight(m, k, n):
+    """Whether ``(m x k) @ (k x n)`` runs faster with a transposed ``k x n`` operand first
+    copied into C order: many rows against a small matrix (a ``linear`` layer's ``x @ w.T`` over
+    a large batch).  OpenBLAS's kernels for a transposed ``B`` with a small ``k`` or ``n`` ran
+    2-4x slower than on the copy (2048 x 64 @ 64 x 2 float32: 35 us, on the copy 11 us,
+    the copy included; docs/decisions.md, "Skinny products")."""
+    return m >= SKINNY_ROWS and k * n <= SKINNY_WEIGHT
+
+
+SKINNY_ROWS = 512
+SKINNY_WEIGHT = 1024
 
 # results from this many elements come from the caching pool (``matmul``)
 POOLED_PRODUCT = 1 << 15

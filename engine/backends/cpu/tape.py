@@ -329,15 +329,17 @@ class _Lowering:
         out = self.region(slot(np.dtype(dtype)), (nb, m, n))
         if out.pos.size == 0:
             return out.view(out.pos.reshape(out_shape))
+        blas = np.dtype(dtype).kind == "f" and m * k * n >= BLAS_MIN
         fields = []
-        for mp, pos, r, c in ((a, pa, m, k), (b, pb, k, n)):
+        for right, (mp, pos, r, c) in enumerate(((a, pa, m, k), (b, pb, k, n))):
             blocks = np.broadcast_to(pos, batch + (r, c)).reshape(nb, r, c)
             form = _matrix_form(blocks)
-            if form is None:
+            # (a small transposed right operand of many rows: BLAS is faster on its copy)
+            if form is None or (blas and right and form[2] and linalg.skinny_weight(m, k, n)):
                 form = (_first(self.dense_copy(mp, blocks)), r * c, 0)
             fields += form
         dtypes = (str(np.dtype(dtype)), self.dtype(a), self.dtype(b))
-        if np.dtype(dtype).kind == "f" and m * k * n >= BLAS_MIN:
+        if blas:
             if m * k * n >= linalg.GEMM_MIN_WORK:   # (a product that wakes a BLAS pool)
                 linalg.scipy_gemm_serves()
             address = self.kernel("matmul", None, dtypes)
