@@ -38,6 +38,8 @@ def wrap(data, device, dtype, node=None):
     return make(Tensor, data, device, dtype, node)
 
 
+_PERMUTE = Op.PERMUTE   # (an enum class attribute costs ~50 ns a read)
+
 class Tensor(TensorBase):
     """An n-dimensional array on a device, of kind Float, Int, Bool or Complex.
 
@@ -1004,28 +1006,33 @@ class Tensor(TensorBase):
 
     def transpose(self, dim0=-2, dim1=-1):
         """Swap two dims (the last two by default)."""
-        if self.ndim < 2 and (dim0, dim1) == (-2, -1):
+        ndim = len(self._buf.shape)
+        if ndim < 2 and (dim0, dim1) == (-2, -1):
             return self
-        d0 = normalize_dim("transpose", dim0, self.ndim)
-        d1 = normalize_dim("transpose", dim1, self.ndim)
-        perm = list(range(self.ndim))
-        perm[d0], perm[d1] = perm[d1], perm[d0]
-        return self.permute(perm)
+        d0 = normalize_dim("transpose", dim0, ndim)
+        d1 = normalize_dim("transpose", dim1, ndim)
+        if d0 == d1:
+            return self
+        perm = list(range(ndim))
+        perm[d0], perm[d1] = d1, d0
+        # (a permutation by construction: not ``permute``'s checks again, per-op overhead)
+        return apply(_PERMUTE, self, dims=tuple(perm))
 
     swap_dims = transpose
 
     @property
     def T(self):
-        if self.ndim != 2:
+        if len(self._buf.shape) != 2:
             raise ValueError(f"T: expected a 2-D tensor, got shape {self.shape}; use permute")
-        return self.transpose(0, 1)
+        return apply(_PERMUTE, self, dims=(1, 0))
 
     @property
     def mT(self):
         """The last two dims swapped (a batch of transposed matrices)."""
-        if self.ndim < 2:
+        ndim = len(self._buf.shape)
+        if ndim < 2:
             raise ValueError(f"mT: expected at least 2 dims, got shape {self.shape}")
-        return self.transpose(-2, -1)
+        return apply(_PERMUTE, self, dims=tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
 
     def expand(self, *shape):
         """Broadcast to ``shape`` without copying (-1 keeps a dim)."""
