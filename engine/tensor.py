@@ -909,11 +909,13 @@ class Tensor(TensorBase):
         """Matrix product with numpy's rules (1-D operands, broadcast batch dims); BLAS on the CPU."""
         if isinstance(other, np.ndarray):
             other = _from_array(other, self)
-        if not _is_tensor(other):
+        if not isinstance(other, Tensor):
             raise TypeError(f"matmul: expected a tensor, got {type(other).__name__}")
-        dispatch.check_kind("matmul", _MATMUL, self)
-        dispatch.check_kind("matmul", _MATMUL, other)
-        dispatch.same_device("matmul", (self, other))
+        kinds = _MATMUL.kinds
+        if self._dtype.kind not in kinds or other._dtype.kind not in kinds:
+            dispatch.check_kind("matmul", _MATMUL, self)
+            dispatch.check_kind("matmul", _MATMUL, other)
+        # (the devices: ``apply`` joins them, naming matmul in its DeviceError)
         a, b = self._buf.shape, other._buf.shape
         if not a or not b:
             raise ValueError(f"matmul: operands must have at least one dim, got shapes {a} and {b}")
@@ -924,8 +926,9 @@ class Tensor(TensorBase):
         if len(a) > 2 and len(b) > 2:   # batch dims on both sides
             dispatch.broadcast_shapes("matmul", a[:-2], b[:-2])
         dtype = self._dtype
-        if other._dtype is not dtype:
-            dtype = dt.promote(dtype, other._dtype)
+        if other._dtype is dtype:
+            return apply(_MATMUL, self, other)
+        dtype = dt.promote(dtype, other._dtype)
         # a quantized operand stays quantized: dispatch sends it to the quantized matmul
         x = self if self._dtype.quantized else dispatch.cast(self, dtype)
         y = other if other._dtype.quantized else dispatch.cast(other, dtype)

@@ -185,6 +185,8 @@ def test_device_errors(cuda, monkeypatch):
         g + c
     with pytest.raises(ember.DeviceError, match="different devices"):
         ember.cat([g, c])
+    with pytest.raises(ember.DeviceError, match="matmul: tensors are on different devices"):
+        g.reshape(1, 3) @ c.reshape(3, 1)
     with pytest.raises(ember.DeviceError, match="does not exist"):
         ember.Device.cuda(99)
     monkeypatch.setattr(device_mod, "_cuda_count", "no GPU (test)")
