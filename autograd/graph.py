@@ -335,8 +335,7 @@ def _walk(root_tensor, nodes):
 # later backwards of the kind replay it on their saved values.
 HOT_BACKWARDS = 8
 MAX_KINDS = 64
-# rough kind -> [(signature, program or None: a kind that is walked, it captured a value)]
-_PROGRAMS = {}
+_PROGRAMS = {}   # rough kind -> [(signature, parent positions, program)], newest first
 _COLD = {}       # rough kind -> backwards of it so far
 
 
@@ -416,8 +415,7 @@ def _check_replayable(nodes, saved):
 
 
 def _program(rough, sig, nodes):
-    """The program of graph ``nodes`` among those of its rough kind, or ``_PROGRAMS`` for none
-    (or None: a kind that is walked)."""
+    """The program of graph ``nodes`` among those of its rough kind, or None."""
     for known, positions, program in _PROGRAMS.get(rough, ()):
         try:
             same = known == sig
@@ -425,7 +423,7 @@ def _program(rough, sig, nodes):
             same = False
         if same and _same_parents(nodes, positions):
             return program
-    return _PROGRAMS
+    return None
 
 
 def _replayed(root_tensor, nodes):
@@ -442,9 +440,7 @@ def _replayed(root_tensor, nodes):
     _COLD[rough] = math.inf   # (hot from now on)
     sig, saved, leaves = _signature(nodes)
     program = _program(rough, sig, nodes)
-    if program is not _PROGRAMS:
-        if program is None:
-            return None
+    if program is not None:
         grads = program.run(saved)
         for n in nodes:   # consumed as the walk consumes them
             if not n.leaf:

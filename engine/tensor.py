@@ -25,7 +25,7 @@ from .storage import TensorBase, make
 # up an Enum member (``Op.ADD``) costs ~40 ns per call on Python 3.11, a tenth of a small op's
 # dispatch
 _ADD, _SUB, _MUL, _DIV, _MATMUL = Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MATMUL
-_RESHAPE, _SLICE = Op.RESHAPE, Op.SLICE
+_RESHAPE, _SLICE, _PERMUTE = Op.RESHAPE, Op.SLICE, Op.PERMUTE
 _BASIC_INDEX = indexing._BASIC   # index entries of basic indexing: int, slice, None, ...
 
 
@@ -37,8 +37,6 @@ def wrap(data, device, dtype, node=None):
     """A new Tensor around backend storage ``data`` (see ``engine/storage.py``)."""
     return make(Tensor, data, device, dtype, node)
 
-
-_PERMUTE = Op.PERMUTE   # (an enum class attribute costs ~50 ns a read)
 
 class Tensor(TensorBase):
     """An n-dimensional array on a device, of kind Float, Int, Bool or Complex.

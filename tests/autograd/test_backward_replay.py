@@ -28,7 +28,7 @@ def close(a, b, dtype):
 
 def programs():
     """The replay programs traced so far."""
-    return [p for kinds in graph._PROGRAMS.values() for *_, p in kinds if p is not None]
+    return [p for kinds in graph._PROGRAMS.values() for *_, p in kinds]
 
 
 def walked(fn, *args):
