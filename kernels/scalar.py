@@ -332,9 +332,20 @@ def tanh(a):
 
 # tanh_f32 from expm1: tanh(x) = -u / (2 + u) with u = expm1(-2|x|) in (-1, 0], which keeps
 # full relative precision near 0 (no 1 - e cancellation).  expm1(y) = 2**k * q + (2**k - 1)
-# with y = k ln2 + r, |r| <= ln2 / 2 and q = e**r - 1 = r + r*r * P(r), P the Taylor series
-# of (e**r - 1 - r) / r**2 to r**6 (the first term left out is under 2e-8 of q).
-EXPM1_TAYLOR_F32 = tuple(F32(1.0 / math.factorial(i)) for i in range(2, 9))
+# with y = k ln2 + r, |r| <= ln2 / 2 and q = e**r - 1 = r + r*r * P(r).
+# - The reduction is one fma with ln2 rounded to float32: its error k * (ln2 - MINUS_LN2)
+#   reaches ~5e-8 of r at the clamp's k = -26, but there 2**k is tiny and the error it
+#   makes in u is far below an ulp of tanh; a Cody-Waite split (two products) is not needed.
+# - P: an own minimax fit of degree 5 (Lawson's iteration, the error of q weighted by |r|,
+#   coefficients rounded to float32; /work/notes/fit_expm1.py): relative error 8e-9 of q,
+#   against the Taylor series to r**6 (one term more) before.
+# Checked over every positive float32 below the clamp against float64 tanh: at most 2 ulp, as
+# before (the worst case, x ~ 0.0154, is the division's and u's rounding, the same for both);
+# ~12 % fewer cycles per element (0.67 -> 0.60 ns in a serial loop).
+TANH_P_F32 = (F32(0.5), F32(0.1666666716337204), F32(0.04166635498404503),
+              F32(0.008333273231983185), F32(0.0013940997887402773),
+              F32(0.00019914156291633844))
+MINUS_LN2_F32, MINUS_TWO_F32 = F32(-0.6931471805599453), F32(-2.0)
 TANH_ONE_F32 = F32(9.1)   # tanh(9.1) rounds to 1 in float32: clamping keeps 2**k normal
 
 
@@ -344,14 +355,13 @@ def tanh_f32(a):
     ``-u / (2 + u)`` with ``u = expm1(-2|a|)`` (see above): one polynomial and one division
     for every input, sign restored with copysign.  Within 2 ulp of float64 tanh.
     """
-    c = EXPM1_TAYLOR_F32
+    c = TANH_P_F32
     x = abs(a)
     x = x if x < TANH_ONE_F32 else TANH_ONE_F32   # (NaN too: restored at the end)
-    y = -(x + x)
-    k = (y * LOG2E_F32 + ROUND_MAGIC_F32) - ROUND_MAGIC_F32
-    r = (y - k * LN2_HI_F32) - k * LN2_LO_F32
-    p = fma(c[6], r, c[5])   # (Horner steps as fused multiply-adds: fewer instructions)
-    p = fma(p, r, c[4])
+    y = x * MINUS_TWO_F32
+    k = fma(y, LOG2E_F32, ROUND_MAGIC_F32) - ROUND_MAGIC_F32
+    r = fma(k, MINUS_LN2_F32, y)
+    p = fma(c[5], r, c[4])   # (Horner steps as fused multiply-adds: fewer instructions)
     p = fma(p, r, c[3])
     p = fma(p, r, c[2])
     p = fma(p, r, c[1])
