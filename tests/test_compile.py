@@ -633,9 +633,14 @@ def test_tape_leaves_other_programs_to_the_bound_replay():
     (and equal to eager)."""
     if DEVICE.type != "cpu":   # (and 2^19 elements would take minutes in the simulator)
         pytest.skip("CUDA has no tape: every program replays launch by launch")
-    from ember.backends.cpu.tape import MAX_ELEMENTS
+    from ember.backends.cpu.tape import IO_MAX, MAX_ELEMENTS
+    wide = MAX_ELEMENTS // 8 + 1
     steps = {
-        "large": (lambda x: (x * 2).sum(), t(np.ones(MAX_ELEMENTS + 1), ember.float64)),
+        "large": (lambda x: (x.reshape(8, 1).expand(8, wide) * 2).sum(), t(np.ones(8), ember.float64)),
+        # an input or a result past IO_MAX: its copies into and out of the arenas cost more
+        # than the tape saves (docs/decisions.md, "Large inputs and results")
+        "large input": (lambda x: (x * 2).sum(), t(np.ones(IO_MAX + 1), ember.float64)),
+        "large result": (lambda x: x.reshape(-1, 1) * x.reshape(1, -1), t(np.arange(91.0))),
         "sort": (lambda x: x.sort(1) * 2, t(X)),
         "cumsum": (lambda x: x.cumsum(0), t(X)),
         "int32": (lambda x: x + 1, t(IDX, ember.int32)),
@@ -647,3 +652,9 @@ def test_tape_leaves_other_programs_to_the_bound_replay():
         same(step(x), fn(x))
         (program,) = step._programs.values()
         assert program.instructions is None, name
+    assert 91 * 91 > IO_MAX
+    # at IO_MAX elements in and out, still a tape
+    step = ember.compile(lambda x: x * 2)
+    x = t(np.arange(IO_MAX, dtype=np.float64), ember.float64)
+    same(step(x), x * 2)
+    on_tape(step)

@@ -39,6 +39,8 @@ from . import linalg
 from .elementwise import PARALLEL_MIN
 
 MAX_ELEMENTS = PARALLEL_MIN   # past it the eager kernels run on every core; a tape on one
+IO_MAX = 1 << 13              # elements of an input or result past which the copies in and
+                              # out cost more than the tape saves (docs/decisions.md)
 BLAS_MIN = 1 << 12            # multiply-adds from which a product calls BLAS (else a loop)
 CHAIN_MIN = 512               # elements from which a fused chain is one loop (else node by node)
 CHAIN_MAX_NODES = 16          # (longer chains' loops take seconds to compile: node by node)
@@ -63,6 +65,8 @@ def lower(steps, constants, inputs, out_regs, table):
     order; ``table`` is the CPU backend's op table, whose view launchers are applied to the
     maps."""
     try:
+        if any(a.size > IO_MAX for a in inputs.values()):
+            raise Unsupported("a large input")
         return _Lowering(constants, inputs, table).program(steps, list(inputs), out_regs)
     except Unsupported:
         return None
@@ -592,6 +596,8 @@ class _Lowering:
         fresh block per dtype (the tape's last instructions)."""
         tape = self.k
         for k in out_regs:   # (a result no launch made: an input or a constant, copied out)
+            if k in self.maps and self.maps[k].pos.size > IO_MAX:
+                raise Unsupported("a large result")
             if k not in self.maps:
                 self.map_of(k, self.inputs[k] if k in self.inputs else self.constants[k])
         self.op = Op.CONTIGUOUS
