@@ -596,10 +596,10 @@ class _Lowering:
         fresh block per dtype (the tape's last instructions)."""
         tape = self.k
         for k in out_regs:   # (a result no launch made: an input or a constant, copied out)
-            if k in self.maps and self.maps[k].pos.size > IO_MAX:
-                raise Unsupported("a large result")
             if k not in self.maps:
                 self.map_of(k, self.inputs[k] if k in self.inputs else self.constants[k])
+            if self.maps[k].pos.size > IO_MAX:
+                raise Unsupported("a large result")
         self.op = Op.CONTIGUOUS
         # the results go to two blocks made per call: a result of at least an eighth of the
         # elements of its dtype to the big one, which the returned arrays view, the others to
