@@ -295,7 +295,11 @@ def _strided(key):
     for i in arrays:
         lines += [f"    u{i} = s{i}[nd - 1]",
                   f"    v{i} = s{i}[nd - 2] if nd > 1 else 0",
-                  f"    whole{i} = nd <= 2 and u{i} == 1 and (nd == 1 or v{i} == inner)"]
+                  f"    whole{i} = nd <= 2 and u{i} == 1 and (nd == 1 or v{i} == inner)",
+                  # a row broadcast over short rows (a bias): every block of the task
+                  # gathers the same rows, so the first block's gather serves them all
+                  f"    same{i} = nd <= 2 and v{i} == 0 and per_block > 1",
+                  f"    held{i} = False"]
     lines += _scratch(key, 4)
     lines += [f"    g{i} = empty(BLOCK, a{i}.dtype)" for i in arrays]
     lines += ["    b = 0",
@@ -319,10 +323,11 @@ def _strided(key):
     if not arrays:
         lines += ["                pass"]
     for i in arrays:
-        lines += [f"            if not whole{i}:",
+        lines += [f"            if not whole{i} and not held{i}:",
                   f"                GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, cols)"]
     for i in arrays:
-        lines += [f"        if whole{i}:",
+        lines += [f"        held{i} = same{i}",
+                  f"        if whole{i}:",
                   f"            x{i} = a{i}[f{i} + q:f{i} + q + L]",
                   "        else:",
                   f"            x{i} = g{i}[:L]"]

@@ -301,9 +301,11 @@ def test_views(rng):
 # (x's shape, y's shape, how x is viewed): the strided loop's blocks of several short rows
 # (contiguous inputs sliced, the others gathered row by row), its blocks along long rows
 # and a chunk's tail, and rows stepped by the second-innermost strides across wraps of that
-# dim, also from the middle of a run (the second task of "reversed_inner_3d")
+# dim, also from the middle of a run (the second task of "reversed_inner_3d"); a row broadcast
+# over short rows is gathered by a task's first block only ("bias", "row_and_column")
 _STRIDED_CASES = {
     "bias": ((2048, 64), (64,), None),
+    "bias_ragged_blocks": ((1000, 60), (60,), None),   # a task's last block of 1 row
     "column": ((128, 2), (128, 1), None),
     "row_and_column": ((4, 1), (16,), None),
     "middle_broadcast": ((3, 40, 7), (40, 1), None),
