@@ -482,6 +482,82 @@ def test_tape_copies_a_small_transposed_operand_of_a_tall_product(dtype, monkeyp
 
 
 @pytest.mark.parametrize("dtype", [ember.float64, ember.float32])
+def test_tape_runs_a_middle_sized_product_on_one_blas_thread(dtype, monkeypatch):
+    """A tape whose largest product wakes SciPy's BLAS pool but runs as fast on one thread
+    (``GEMM_MIN_WORK`` to ``ONE_THREAD_MAX`` multiply-adds: the MLP step's) sets SciPy's
+    OpenBLAS to one thread while it runs and restores the count after, an index error
+    included; a count already 1, a larger product and a tape of small products are left
+    alone."""
+    from ember.backends.cpu import linalg as cpu_linalg
+    if DEVICE.type != "cpu":
+        pytest.skip("the CPU's tape")
+    count, calls = [3], []
+
+    def set_threads(n):
+        calls.append(n)
+        count[0] = n
+
+    monkeypatch.setattr(cpu_linalg, "_threads", (set_threads, lambda: count[0]))
+    rng = np.random.default_rng(5)
+    x, w = t(rng.standard_normal((128, 64)), dtype), t(rng.standard_normal((64, 64)), dtype)
+    i = t(rng.integers(0, 64, (128, 2)), ember.int64)
+    assert cpu_linalg.GEMM_MIN_WORK <= 128 * 64 * 64 <= cpu_linalg.ONE_THREAD_MAX
+    step = ember.compile(lambda x, w, i: (x @ w.T).tanh().gather(1, i))
+    want = np.take_along_axis(np.tanh(x.numpy() @ w.numpy().T), i.numpy(), 1)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        np.testing.assert_allclose(step(x, w, i).numpy(), want, **tol)
+    on_tape(step)
+    calls.clear()
+    np.testing.assert_allclose(step(x, w, i).numpy(), want, **tol)
+    assert calls == [1, 3] and count[0] == 3
+    calls.clear()
+    bad = i.numpy().copy()
+    bad[7, 1] = 64
+    with pytest.raises(IndexError, match="gather"):
+        step(x, w, t(bad, ember.int64))
+    assert calls == [1, 3] and count[0] == 3
+    count[0] = 1   # (the user's own limit)
+    calls.clear()
+    np.testing.assert_allclose(step(x, w, i).numpy(), want, **tol)
+    assert calls == [] and count[0] == 1
+    count[0] = 3
+    # a larger product (2^21 multiply-adds: two threads are faster) and small ones: no calls
+    a, b = t(rng.standard_normal((32, 256)), dtype), t(rng.standard_normal((256, 32)), dtype)
+    assert 256 * 32 * 256 > cpu_linalg.ONE_THREAD_MAX
+    for fn, args, ref in [(lambda a, b: (a.T @ b.T).sum(dim=0), (a, b),
+                           (a.numpy().T @ b.numpy().T).sum(0)),
+                          (lambda x, w: x[:8, :5] @ w[:5, :3], (x, w),
+                           x.numpy()[:8, :5] @ w.numpy()[:5, :3])]:
+        other = ember.compile(fn)
+        calls.clear()
+        for _ in range(3):
+            np.testing.assert_allclose(other(*args).numpy(), ref, rtol=1e-4, atol=1e-3)
+        on_tape(other)
+        assert calls == []
+
+
+@pytest.mark.skipif(DEVICE.type != "cpu", reason="the CPU's tape")
+def test_tape_leaves_scipy_blas_thread_count_as_it_was():
+    """With SciPy's own OpenBLAS (where this SciPy bundles one): the tape of a middle-sized
+    product holds its setter, and the count is back after each call."""
+    from ember.backends.cpu import linalg as cpu_linalg
+    threads = cpu_linalg.scipy_blas_threads()
+    if threads is None:
+        pytest.skip("this SciPy bundles no OpenBLAS")
+    set_threads, get_threads = threads
+    before = get_threads()
+    rng = np.random.default_rng(6)
+    x, w = t(rng.standard_normal((128, 64))), t(rng.standard_normal((64, 64)))
+    step = ember.compile(lambda x, w: (x @ w.T).tanh())
+    for _ in range(3):
+        np.testing.assert_allclose(step(x, w).numpy(), np.tanh(x.numpy() @ w.numpy().T),
+                                   rtol=1e-5, atol=1e-5)
+    assert on_tape(step).replay.one_thread is threads
+    assert get_threads() == before
+
+
+@pytest.mark.parametrize("dtype", [ember.float64, ember.float32])
 def test_tape_long_fused_chains_are_exact(dtype):
     """Chains of at least ``CHAIN_MIN`` elements are one loop of the chain's generated scalar
     function (leaves read as rows, row and column broadcasts, one value): bit for bit eager."""

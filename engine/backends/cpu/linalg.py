@@ -70,6 +70,57 @@ def scipy_gemm_serves():
 GEMM_MIN_WORK = 1 << 18
 
 
+# A compiled step whose largest product has between GEMM_MIN_WORK and this many multiply-adds
+# runs its tape with SciPy's OpenBLAS on one thread.  Such a product (the MLP step's 128x64 @
+# 64x64) multithreads and wakes the pool's worker, which then spins ~0.1 s on the other core
+# while the rest of the tape runs: every later instruction ran ~15 % slower, and the compiled
+# MLP step took 103 us against 93 on one thread.  gemm itself on one thread was as fast up to
+# 2^20 (f32 256x64x64: 21.8 us against 25.4; f64: 39.8 against 38.3), slower from 2^21
+# (docs/decisions.md, "ember.compile")
+ONE_THREAD_MAX = 1 << 20
+
+
+_threads = None   # (set, get) of SciPy's OpenBLAS's thread count; False where none was found
+
+
+def scipy_blas_threads():
+    """``(set_num_threads, get_num_threads)`` of SciPy's OpenBLAS, or None where they were not
+    found (then tapes run with the threads there are)."""
+    global _threads
+    if _threads is None:
+        _threads = _find_scipy_openblas() or False
+    return _threads or None
+
+
+def _find_scipy_openblas():
+    """The thread setter and getter of the OpenBLAS bundled in SciPy's wheel (``scipy.libs`` on Linux,
+    ``scipy/.dylibs`` on macOS), which ``scipy.linalg.cython_blas`` and so Numba's ``np.dot``
+    call; None for a SciPy linked to another BLAS."""
+    import ctypes
+    import glob
+    import os
+    try:
+        import scipy
+    except ImportError:
+        return None
+    root = os.path.dirname(scipy.__file__)
+    paths = (glob.glob(os.path.join(root, os.pardir, "scipy.libs", "*openblas*"))
+             + glob.glob(os.path.join(root, ".dylibs", "*openblas*")))
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)   # (already loaded by SciPy: the same library)
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas", "openblas"):
+            set_threads = getattr(lib, prefix + "_set_num_threads", None)
+            get_threads = getattr(lib, prefix + "_get_num_threads", None)
+            if set_threads is not None and get_threads is not None:
+                set_threads.argtypes, set_threads.restype = [ctypes.c_int], None
+                get_threads.argtypes, get_threads.restype = [], ctypes.c_int
+                return set_threads, get_threads
+    return None
+
+
 def matmul(a, b):
     """``a @ b``.  numpy and SciPy each bundle an OpenBLAS with its own thread pool, and a pool's
     workers spin for ~0.1 s after each call (OpenBLAS's thread timeout, 2^28 cycles) before they

@@ -139,6 +139,7 @@ class _Lowering:
         self.maps = {}         # register -> _Map
         self.dense = {}        # register -> its contiguous copy (``dense``), while both live
         self.op = None         # the launch being lowered
+        self.blas_work = 0     # multiply-adds of the largest float product that calls BLAS
         self._temps = []       # regions no register holds, free after the launch
 
     # --- arenas, regions and the pool ---------------------------------------------------------
@@ -344,6 +345,7 @@ class _Lowering:
             fields += form
         dtypes = (str(np.dtype(dtype)), self.dtype(a), self.dtype(b))
         if blas:
+            self.blas_work = max(self.blas_work, m * k * n)
             if m * k * n >= linalg.GEMM_MIN_WORK:   # (a product that wakes a BLAS pool)
                 linalg.scipy_gemm_serves()
             address = self.kernel("matmul", None, dtypes)
@@ -628,7 +630,11 @@ class _Lowering:
             m = self.reads[k]
             views.append(None if m is None else
                          arenas[m.slot][_first(m):_first(m) + m.pos.size].reshape(m.pos.shape))
-        return _Replay(tape.interpreter(), arenas,
+        # a product that wakes SciPy's BLAS pool, small enough to run as fast on one thread:
+        # the whole tape runs with one (linalg.ONE_THREAD_MAX says why)
+        one_thread = (linalg.scipy_blas_threads()
+                      if linalg.GEMM_MIN_WORK <= self.blas_work <= linalg.ONE_THREAD_MAX else None)
+        return _Replay(tape.interpreter(), one_thread, arenas,
                        np.concatenate(self.pool) if self.pool else np.zeros(1, np.int64),
                        np.array(self.rows, np.int64).reshape(-1, tape.WIDTH),
                        np.array(self.addresses or [0], np.int64),
@@ -645,9 +651,10 @@ class _Replay:
     view: no result is copied in Python.
     """
 
-    def __init__(self, run, arenas, pool, rows, addresses, segments, views, count, outs, names,
-                 checks):
+    def __init__(self, run, one_thread, arenas, pool, rows, addresses, segments, views, count,
+                 outs, names, checks):
         self.run = run
+        self.one_thread = one_thread   # None, or SciPy's BLAS's (set, get) of its thread count
         self.checks = checks
         self.arenas = arenas
         self.pool = pool
@@ -674,27 +681,47 @@ class _Replay:
 
     def __call__(self, *ins):
         with self.lock:
-            for dst, a in zip(self.views, ins):
-                if dst is not None:
-                    dst[...] = a
-            blocks = (np.empty(self.nbytes[0], np.uint8), np.empty(self.nbytes[1], np.uint8))
-            arenas = self.arenas
-            for seg in self.segments:
-                if seg[0] == "tape":
-                    t = self.run(self.rows, self.pool, self.addresses, self.ctx, blocks[0],
-                                 blocks[1], seg[1], seg[2])
-                    if t >= 0:
-                        self.rows[t, 5] = 0
-                        if t in self.checks:   # a range check: its own error
-                            check, where = self.checks[t]
-                            check(*[arenas[s][p].item() for s, p in where])
-                        raise IndexError(f"ember.compile: {self.names[t].name.lower()}: an "
-                                         f"index is out of range")
+            if self.one_thread is None:
+                blocks = self._run(ins)
+            else:
+                # one BLAS thread while the tape runs.  Tapes of other threads may do the same
+                # at once: only a thread that read a count other than 1 sets 1 and restores
+                # it, so the last to restore leaves a count read before any set 1
+                set_threads, get_threads = self.one_thread
+                n = get_threads()
+                if n == 1:
+                    blocks = self._run(ins)
                 else:
-                    seg[1](*[arenas[s][p].item() for s, p in seg[2]])
+                    set_threads(1)
+                    try:
+                        blocks = self._run(ins)
+                    finally:
+                        set_threads(n)
         ndarray = np.ndarray
         return [ndarray(shape, dtype, blocks[small], off)
                 for small, shape, dtype, off in self.outs]
+
+    def _run(self, ins):
+        """Runs the tape on ``ins``: the two result blocks."""
+        for dst, a in zip(self.views, ins):
+            if dst is not None:
+                dst[...] = a
+        blocks = (np.empty(self.nbytes[0], np.uint8), np.empty(self.nbytes[1], np.uint8))
+        arenas = self.arenas
+        for seg in self.segments:
+            if seg[0] == "tape":
+                t = self.run(self.rows, self.pool, self.addresses, self.ctx, blocks[0],
+                             blocks[1], seg[1], seg[2])
+                if t >= 0:
+                    self.rows[t, 5] = 0
+                    if t in self.checks:   # a range check: its own error
+                        check, where = self.checks[t]
+                        check(*[arenas[s][p].item() for s, p in where])
+                    raise IndexError(f"ember.compile: {self.names[t].name.lower()}: an "
+                                     f"index is out of range")
+            else:
+                seg[1](*[arenas[s][p].item() for s, p in seg[2]])
+        return blocks
 
 
 def _layout(positions, shape):
