@@ -274,10 +274,11 @@ def _strided(key):
     # and a 2048 x 64 bias-add + tanh 2.5x its flat time.  A block is ``nr`` rows of
     # ``cols`` values from column ``b`` (several whole short rows, or a piece of one long
     # row).  Inputs C-contiguous with the output (``whole<i>``, judged on 1-D and 2-D merged
-    # shapes) are sliced; the others are gathered row by row by ``GATHER``, one small loop
-    # shared by every chain: written out per input, with a slice for unit-stride rows, the
-    # gathers added ~1 s to each chain's compile (~0.3 s now).  A row's offsets need no
-    # division on 1-D and 2-D merged shapes.  The ops are written once.
+    # shapes) are sliced; the others are gathered by ``GATHER``, one small loop shared by
+    # every chain (written out per input, the gathers added ~1 s to each chain's compile):
+    # on 1-D and 2-D merged shapes a block's rows in one call, whose offsets need no
+    # division (a call per row took 2048 x 64 ``m * m[:, :1] + 1`` from 40 to 147 us), past
+    # two dims a call per row.  The ops are written once.
     lines = ["def strided_task(task, shape, per_row, per_task, rows, ins, offs, strs, ks, outs):"]
     lines += _unpack([f"a{i}" for i in arrays], "ins")
     lines += _unpack([f"f{i}" for i in arrays], "offs")
@@ -308,23 +309,29 @@ def _strided(key):
               "        cols = m if per_block > 1 else min(BLOCK, m - b)",
               "        L = nr * cols",
               "        q = row * inner + start + b",
-              "        for r in range(nr):",
-              "            e = row + r   # the offsets of row e: by division past two dims",
-              "            if nd <= 2:"]
-    lines += [f"                p{i} = f{i} + start * u{i} + e * v{i}" for i in arrays]
+              # nr rows from row ``row``: on 1-D and 2-D merged shapes one GATHER per input
+              # and block, past two dims a row's offsets by division and a GATHER per row
+              "        if nd <= 2:"]
+    for i in arrays:
+        lines += [f"            if not whole{i} and not held{i}:",
+                  f"                GATHER(g{i}, int64(0), a{i}, f{i} + (start + b) * u{i} + row * v{i}, "
+                  f"u{i}, v{i}, cols, nr)"]
     if not arrays:
-        lines += ["                pass"]
-    lines += ["            else:"]
+        lines += ["            pass"]
+    lines += ["        else:",
+              "            for r in range(nr):",
+              "                e = row + r"]
     lines += [f"                p{i} = f{i} + start * u{i}" for i in arrays]
     lines += ["                for d in range(nd - 2, -1, -1):",
               "                    w = e % shape[d]",
               "                    e //= shape[d]"]
     lines += [f"                    p{i} += w * s{i}[d]" for i in arrays]
     if not arrays:
-        lines += ["                pass"]
+        lines += ["                    pass"]
     for i in arrays:
-        lines += [f"            if not whole{i} and not held{i}:",
-                  f"                GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, cols)"]
+        lines += [f"                if not whole{i} and not held{i}:",
+                  f"                    GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, int64(0), "
+                  "cols, int64(1))"]   # (int64: literals would compile GATHER once more)
     for i in arrays:
         lines += [f"        held{i} = same{i}",
                   f"        if whole{i}:",

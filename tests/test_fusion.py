@@ -310,6 +310,10 @@ _STRIDED_CASES = {
     "row_and_column": ((4, 1), (16,), None),
     "middle_broadcast": ((3, 40, 7), (40, 1), None),
     "sliced_rows": ((600, 60), (30,), lambda v: v[:, ::2]),
+    # a block's rows gathered in one call: a per-row value (a fill) beside a held row, and
+    # unit-stride pieces of longer rows
+    "outer_product": ((2048, 1), (64,), None),
+    "row_pieces": ((600, 64), (32,), lambda v: v[:, 5:37]),
     "reversed_inner_3d": ((40, 30, 20), (30, 1), lambda v: v[:, :, ::-1]),
     "long_rows": ((3, 16484), (16484,), None),
     "transposed_long_rows": ((16484, 3), (3, 1), lambda v: v.T),
