@@ -78,6 +78,11 @@ def mod(a, b):
 
 
 def power(a, b):
+    # an exponent of 2 (a square in a loss or a distance) is the product, which is what pow
+    # returns there: in a loop over a scalar exponent LLVM takes the test out of the loop and
+    # the product vectorises, where powf is a call per element (2048 x 64 float32: ~1.1 ms)
+    if b == 2:
+        return a * a
     return a ** b
 
 

@@ -237,6 +237,14 @@ OPS = {
         EXP._replace(name="exp 16M f32", setup=one(16 * M)),
         ADD._replace(name="add 1 element", setup=two(1)),
         FUSED._replace(name="tanh(a*b + c) * 0.5 + a 16M f32", setup=three(16 * M)),
+        # a square (Ember: the product, not powf) and a pairwise distance's outer broadcast
+        # (a column against a row, one chain: docs/decisions.md, "Fusion")
+        Op("a ** 2 1M f32", one(M), lambda a: a ** 2, lambda a: a ** 2, lambda a: a ** 2,
+           lambda a, out: np.power(a, 2, out=out)),
+        Op("(a - b) ** 2 + 1, a 2048x1, b 64 f32",
+           lambda: (randn(2048, 1, seed=0), randn(64, seed=1)),
+           lambda a, b: (a - b) ** 2 + 1, lambda a, b: (a - b) ** 2 + 1,
+           lambda a, b: (a - b) ** 2 + 1),
     ],
     "reductions": [
         Op(f"sum all {N}x{N}", one(N, N), lambda a: a.sum(), lambda a: a.sum(), lambda a: a.sum()),

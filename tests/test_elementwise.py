@@ -549,6 +549,36 @@ ZERO_SIGNS = [
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_exponent_of_two_squares_bit_for_bit(dtype):
+    """``x ** 2`` runs as the product (``kernels/scalar.py`` ``power``: powf is a call per
+    element): bit for bit numpy's power, which squares too, over special values, subnormals
+    and overflow, for a scalar exponent (Python, numpy, ``ember.pow``), a tensor exponent
+    with 2 among other values, and a fused outer-product chain."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    a = np.array([-0.0, 0.0, INF, -INF, NAN, 3.0, -1.5, 1e30, -1e-30, tiny, 1.1, -7.25], dtype)
+
+    def bits(x):
+        return x.view(f"u{x.itemsize}")
+
+    want = bits(np.power(a, 2))
+    for got in (as_tensor(a) ** 2, as_tensor(a) ** 2.0, as_tensor(a) ** np.float32(2),
+                ember.pow(as_tensor(a), 2)):
+        np.testing.assert_array_equal(bits(got.numpy()), want)
+    # (numpy's power over an exponent array is its SIMD pow, off by an ulp at 1e30 ** 2 in
+    # float64: the squares are compared with the products, the rest within a tolerance)
+    e = np.array([2, 2.5, 2, 3, 2, 2, 0.5, 2, 2, 2, -2, 2], dtype)
+    got = (as_tensor(a) ** as_tensor(e)).numpy()
+    two = e == 2
+    np.testing.assert_array_equal(bits(got[two]), bits(a[two] * a[two]))
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(got[~two], np.power(a[~two], e[~two]), rtol=1e-6)
+    rng = np.random.default_rng(7)
+    c, r = rng.standard_normal((300, 1)).astype(dtype), rng.standard_normal(40).astype(dtype)
+    got = ((as_tensor(c) - as_tensor(r)) ** 2 + 1).numpy()
+    np.testing.assert_array_equal(bits(got), bits((c - r) * (c - r) + 1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("fn, ref, inputs", [pytest.param(*c[1:], id=c[0]) for c in ZERO_SIGNS])
 def test_signs_of_zeros_and_next_values(fn, ref, inputs, dtype):
     """Results that differ from numpy's only in the sign of a zero or by one ulp (what
