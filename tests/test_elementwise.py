@@ -168,6 +168,37 @@ def test_strided_template_mode_per_layout(layout, rng):
     assert modes == {getattr(templates, mode)}, (layout, modes)
 
 
+# map3 hoists each operand broadcast along the row (HOISTED + a bit per operand) when the
+# others are of unit stride: clamp by two numbers, by a column and a number, where with a
+# number or a column for a branch (the general strided loop took clamp 6x numpy's time)
+_MAP3_LAYOUTS = {   # name: (ember, numpy, the op's scalar function, the operands hoisted)
+    "clamp_numbers": (lambda x, col: x.clamp(-0.5, 0.5), lambda x, col: np.clip(x, -0.5, 0.5),
+                      "clamp", (1, 2)),
+    "clamp_column": (lambda x, col: x.clamp(col, 0.5),
+                     lambda x, col: np.minimum(np.maximum(x, col), np.float32(0.5)), "clamp", (1, 2)),
+    "where_number": (lambda x, col: ember.where(x > 0, x, 0.0), lambda x, col: np.where(x > 0, x, 0),
+                     "where", (2,)),
+    "where_column": (lambda x, col: ember.where(x > 0, col, x), lambda x, col: np.where(x > 0, col, x),
+                     "where", (1,)),
+}
+
+
+@pytest.mark.parametrize("layout", list(_MAP3_LAYOUTS))
+def test_map3_hoists_broadcast_operands(layout, rng):
+    from ember.backends.cpu import elementwise as launcher
+    from ember.kernels.cpu import elementwise as templates
+    fn, ref, op, hoisted = _MAP3_LAYOUTS[layout]
+    x = rng.standard_normal((3, _COLS)).astype(np.float32)
+    x[0, :5] = [np.nan, -np.inf, np.inf, -0.0, 0.5]
+    col = rng.standard_normal((3, 1)).astype(np.float32)
+    launcher._KERNELS.clear()
+    got = fn(as_tensor(x), as_tensor(col)).numpy()
+    np.testing.assert_array_equal(got, ref(x, col))
+    if DEVICE.type == "cpu":
+        modes = {key[3] for key in launcher._KERNELS if key[:2] == (3, op)}
+        assert modes == {templates.HOISTED + sum(1 << i for i in hoisted)}, (layout, modes)
+
+
 # --- broadcasts and strided operands in tasks of many rows ------------------------------
 # (name, x's shape, y's shape, how x is viewed): rows and columns of contiguous arrays take
 # the launcher's (rows, cols) description, the others merge dims; every task of the strided

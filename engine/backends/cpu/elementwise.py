@@ -274,6 +274,8 @@ def _mode(inner, out_inner):
                 return templates.A_SCALAR
             if inner == [1, 0]:
                 return templates.B_SCALAR
+        elif all(s in (0, 1) for s in inner):   # map3: each broadcast operand hoisted
+            return templates.HOISTED + sum(1 << i for i, s in enumerate(inner) if s == 0)
     return templates.STRIDED
 
 
