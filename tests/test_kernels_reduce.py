@@ -406,6 +406,21 @@ def test_arg_reduce_nan(dtype):
             check_arg(op, x.T, axis)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arg_reduce_rows_on_short_lanes(dtype):
+    """Rows longer than ARG_SHORT and shorter than LANES_MIN_ROW run on SHORT_LANES lanes:
+    ties (the first wins) and NaN (the first NaN wins) in every lane and block."""
+    from ember.kernels.cpu.reduce import ARG_SHORT, LANES_MIN_ROW, SHORT_LANES
+    for n in (ARG_SHORT + 1, 100, 3 * SHORT_LANES, 256, 1000, LANES_MIN_ROW - 1):
+        x = np.round(make((6, n), dtype) * 2)   # many ties
+        x[1, [n - 1, n // 2, SHORT_LANES + 3]] = np.nan
+        x[2, n - 1] = np.nan
+        x[3, :] = 7.0
+        x[4, [5, n - 2]] = 99.0
+        for op in ("argmax", "argmin"):
+            check_arg(op, x, 1)
+
+
 def test_arg_reduce_big_and_empty(parallel):
     x = make((BIG,), np.float64)
     check_arg("argmax", x, None)
