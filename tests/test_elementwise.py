@@ -543,8 +543,10 @@ SPECIAL = [
     ("gelu", lambda t: t.gelu(), [INF, 0.0, 10.0, NAN], [INF, 0.0, 10.0, NAN]),
     ("silu", lambda t: t.silu(), [INF, 0.0, -1000.0, NAN], [INF, 0.0, 0.0, NAN]),
     ("round", lambda t: t.round(),
-     [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 4503599627370495.5, INF, NAN],
-     [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 0.0, 4503599627370496.0, INF, NAN]),
+     [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 4503599627370495.5, INF, NAN, 8388607.5,
+      -3.5, -0.4, 1e300],
+     [0.0, 2.0, 2.0, -0.0, -2.0, -2.0, 0.0, 4503599627370496.0, INF, NAN, 8388608.0, -4.0,
+      -0.0, 1e300]),
     ("floor", lambda t: t.floor(), [-0.5, 0.5, -INF, NAN, 1e30], [-1.0, 0.0, -INF, NAN, 1e30]),
     ("ceil", lambda t: t.ceil(), [-0.5, 0.5, INF, NAN], [-0.0, 1.0, INF, NAN]),
     ("trunc", lambda t: t.trunc(), [-1.7, 1.7, -INF, NAN], [-1.0, 1.0, -INF, NAN]),
@@ -576,6 +578,7 @@ ZERO_SIGNS = [
     ("nextafter_down", lambda t: t.nextafter(-1.0), lambda x: np.nextafter(x, -np.ones((), x.dtype)),
      [0.0, 1.0, -np.finfo(np.float32).tiny]),
     ("neg", lambda t: -t, np.negative, [0.0, -0.0]),
+    ("round", lambda t: t.round(), np.round, [-0.4, 0.4, -0.0, -0.5, 0.5, -2.5]),
 ]
 
 
