@@ -332,7 +332,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 
 def _safe_root(s, p):
     """``s ** (1/p)`` for s >= 0 whose gradient is 0 at s = 0 (torch's norms: a zero vector has
-    gradient 0, not NaN): both ``where``s keep the zero entries out of the root's derivative."""
+    gradient 0, not NaN): both ``where``s keep the zero entries out of the root's derivative.
+    Untracked, the root alone (the same values: four small ops fewer, ~20 us a norm)."""
+    if not s.is_tracked():
+        return s.sqrt() if p == 2 else s.pow(1.0 / p)
     zero = s == 0
     root = s.mask_fill(zero, 1)
     root = root.sqrt() if p == 2 else root.pow(1.0 / p)
@@ -361,7 +364,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     scalar = x.ndim == 0
     if scalar:
         x, dims = x.reshape(1), (0,)
-    a = x.abs()
+    a = x.abs() if ord != 2 or x._dtype.kind is dt.Complex else None   # (|x|: ord 2 squares x)
     if ord == math.inf or ord == -math.inf:
         if any(x.shape[d] == 0 for d in dims) and ord == -math.inf:
             raise ValueError(f"linalg.vector_norm: ord=-inf of an empty dim (shape {x.shape})")

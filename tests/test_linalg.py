@@ -525,3 +525,16 @@ def test_linalg_error_is_a_value_error_and_import_stays_light():
     code = "import sys, ember; ember.linalg; print('scipy' in sys.modules, 'opt_einsum' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("ord", [2, 3.0, 1])
+def test_untracked_norms_take_the_root_alone(ord):
+    """An untracked norm skips the masked root its gradient needs (``_safe_root``): the same
+    values as a tracked one, zero rows included, and numpy's."""
+    x = np.array([[3.0, -4.0, 0.0], [0.0, 0.0, 0.0], [1e-3, 2.0, -7.5]])
+    plain = LA.vector_norm(ember.from_numpy(x), ord, dim=1).numpy()
+    leaf = ember.from_numpy(x).autodiff().require_grad()
+    tracked = LA.vector_norm(leaf, ord, dim=1).numpy()
+    np.testing.assert_array_equal(plain, tracked)
+    np.testing.assert_allclose(plain, np.linalg.norm(x, ord, axis=1), rtol=1e-14)
+    assert plain[1] == 0.0
