@@ -277,6 +277,29 @@ def log1p(a):
     return math.log1p(a) if a > -1 else (-math.inf if a == -1 else math.nan)
 
 
+LOG1P_TINY = 1.862645149230957e-09   # 2**-29: below it 1 + a is not exact in float64
+
+
+def log1p_f32(a):
+    # float32 log1p in float64 arithmetic, in plain arithmetic (vectorises; libm's log1pf is a
+    # call per element, ~12 ns).  For |a| >= 2**-29, 1 + a is exact in float64 and float64
+    # ``log`` of it is within 1 ulp of float64: far inside a float32 ulp.  Below, log1p(a)
+    # = a (1 - a/2 + ...) rounds to a in float32.  -1 gives -inf, below -1 NaN, -0.0 stays.
+    y = log(1.0 + a)
+    return y if abs(a) >= LOG1P_TINY else a
+
+
+def expm1_f32(a):
+    # float32 expm1 in float64 arithmetic, in plain arithmetic (vectorises; libm's expm1f is
+    # a call per element).  Near 0 the Taylor series (no cancellation); from |a| = 0.7 on,
+    # exp(a) - 1 in float64 loses at most a few float64 ulp: far inside a float32 ulp.  Both
+    # are computed and one selected (a branch on random signs stops SIMD).  exp saturates:
+    # large a overflow to inf in float32, -inf gives -1, NaN stays NaN.
+    x = float(a)
+    small = _expm1_small(x if abs(x) <= 0.7 else 0.0)
+    return small if abs(x) <= 0.7 else exp(x) - 1.0
+
+
 def sqrt(a):
     return math.sqrt(a) if a >= 0 else math.nan
 
