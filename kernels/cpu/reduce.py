@@ -38,6 +38,7 @@ LANES_MIN = 16         # fewer lanes than this: one plain accumulator per column
 LANES = 256            # (value, index) lanes per task of an arg-reduction
 SHORT_LANES = 32       # lanes of a row shorter than LANES_MIN_ROW
 LANES_MIN_ROW = 1 << 13
+ARG_GROUP = 1 << 14    # elements of an arg-reduction's rows per group of tasks (one lane buffer)
 ARG_SHORT = 64         # rows up to this long: a plain scan, no lanes
 
 
@@ -180,55 +181,65 @@ def arg_fold(x, out, outer, n, inner, nsplit):
         csize = (n + nsplit - 1) // nsplit
         pv = np.empty(outer * nsplit, x.dtype)
         pi = np.full(outer * nsplit, -1, np.int64)
-        for t in prange(outer * nsplit):
-            o = t // nsplit
-            lo = min(n, (t - o * nsplit) * csize)
-            hi = min(n, lo + csize)
-            if lo < hi and hi - lo <= ARG_SHORT:
-                # a short row (argmax over a last dim of a few): one scan, no lane buffers
-                # (their two allocations per row cost 10x the scan: 2048 x 2 took 160 us)
-                best = x[o * n + lo]
-                k = 0
-                for j in range(1, hi - lo):
-                    v = x[o * n + lo + j]
-                    if OP(v, best) or (v != v and best == best):
-                        best = v
-                        k = j
-                pv[t] = best
-                pi[t] = lo + k
-            elif lo < hi:
-                row = x[o * n + lo:o * n + hi]
-                # lanes: their merge is a branchy scan, so a row shorter than LANES_MIN_ROW
-                # takes few of them (256 lanes over rows of 256 merged every value: 512 x
-                # 256 took 234 us, numpy 18)
-                w = min(hi - lo, LANES if hi - lo >= LANES_MIN_ROW else SHORT_LANES)
-                bv = row[:w].copy()
-                bi = np.arange(w)
-                nb = (hi - lo) // w
-                for q in range(1, nb + 1):
-                    blk = row[q * w:q * w + w]
-                    for j in range(blk.shape[0]):
-                        v = blk[j]
-                        b = bv[j]
-                        take = OP(v, b) | ((v != v) & (b == b))
-                        bv[j] = v if take else b
-                        bi[j] = q * w + j if take else bi[j]
-                best = bv[0]
-                k = bi[0]
-                for j in range(1, w):
-                    v = bv[j]
-                    i = bi[j]
-                    if v != v:
-                        take = best == best or i < k
-                    elif best != best:
-                        take = False
-                    else:
-                        take = OP(v, best) or (v == best and i < k)
-                    if take:
-                        best = v
-                        k = i
-                pv[t] = best
-                pi[t] = lo + k
+        # tasks in groups of about ARG_GROUP elements, each group's lane buffers made once
+        # (two allocations per row of 100 were most of a 2048 x 100 argmax)
+        ntasks = outer * nsplit
+        per_group = max(1, ARG_GROUP // max(csize, 1))
+        for g in prange((ntasks + per_group - 1) // per_group):
+            lanes_v = np.empty(LANES, x.dtype)
+            lanes_i = np.empty(LANES, np.int64)
+            for t in range(g * per_group, min(ntasks, g * per_group + per_group)):
+                o = t // nsplit
+                lo = min(n, (t - o * nsplit) * csize)
+                hi = min(n, lo + csize)
+                if lo < hi and hi - lo <= ARG_SHORT:
+                    # a short row (argmax over a last dim of a few): one scan, no lane buffers
+                    # (their two allocations per row cost 10x the scan: 2048 x 2 took 160 us)
+                    best = x[o * n + lo]
+                    k = 0
+                    for j in range(1, hi - lo):
+                        v = x[o * n + lo + j]
+                        if OP(v, best) or (v != v and best == best):
+                            best = v
+                            k = j
+                    pv[t] = best
+                    pi[t] = lo + k
+                elif lo < hi:
+                    row = x[o * n + lo:o * n + hi]
+                    # lanes: their merge is a branchy scan, so a row shorter than LANES_MIN_ROW
+                    # takes few of them (256 lanes over rows of 256 merged every value: 512 x
+                    # 256 took 234 us, numpy 18)
+                    w = min(hi - lo, LANES if hi - lo >= LANES_MIN_ROW else SHORT_LANES)
+                    bv = lanes_v[:w]
+                    bi = lanes_i[:w]
+                    for j in range(w):
+                        bv[j] = row[j]
+                        bi[j] = j
+                    nb = (hi - lo) // w
+                    for q in range(1, nb + 1):
+                        blk = row[q * w:q * w + w]
+                        for j in range(blk.shape[0]):
+                            v = blk[j]
+                            b = bv[j]
+                            take = OP(v, b) | ((v != v) & (b == b))
+                            bv[j] = v if take else b
+                            bi[j] = q * w + j if take else bi[j]
+                    best = bv[0]
+                    k = bi[0]
+                    for j in range(1, w):
+                        v = bv[j]
+                        i = bi[j]
+                        if v != v:
+                            take = best == best or i < k
+                        elif best != best:
+                            take = False
+                        else:
+                            take = OP(v, best) or (v == best and i < k)
+                        if take:
+                            best = v
+                            k = i
+                    pv[t] = best
+                    pi[t] = lo + k
         for o in range(outer):  # chunks in order: a strict win replaces
             best = pv[o * nsplit]
             k = pi[o * nsplit]
