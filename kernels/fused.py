@@ -314,8 +314,8 @@ def _strided(key):
               "        if nd <= 2:"]
     for i in arrays:
         lines += [f"            if not whole{i} and not held{i}:",
-                  f"                GATHER(g{i}, int64(0), a{i}, f{i} + (start + b) * u{i} + row * v{i}, "
-                  f"u{i}, v{i}, cols, nr)"]
+                  f"                GATHER(g{i}, int64(0), a{i}, "
+                  f"f{i} + (start + b) * u{i} + row * v{i}, u{i}, v{i}, cols, nr)"]
     if not arrays:
         lines += ["            pass"]
     lines += ["        else:",
@@ -330,8 +330,9 @@ def _strided(key):
         lines += ["                    pass"]
     for i in arrays:
         lines += [f"                if not whole{i} and not held{i}:",
-                  f"                    GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, int64(0), "
-                  "cols, int64(1))"]   # (int64: literals would compile GATHER once more)
+                  # (int64: literals would compile GATHER once more)
+                  f"                    GATHER(g{i}, r * cols, a{i}, p{i} + b * u{i}, u{i}, "
+                  "int64(0), cols, int64(1))"]
     for i in arrays:
         lines += [f"        held{i} = same{i}",
                   f"        if whole{i}:",

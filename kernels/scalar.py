@@ -657,7 +657,7 @@ def round_even(a):
     # and no integer conversion: the loop vectorises (a floor, a float modulo and a branch
     # took 7.9 ns an element in float64).  copysign: round(-0.4) is -0.0
     b = abs(a)
-    r = (b + 4503599627370496.0) - 4503599627370496.0 if b < 4503599627370496.0 else b
+    r = b if _is_integral(a) else (b + 4503599627370496.0) - 4503599627370496.0
     return math.copysign(r, a)
 
 

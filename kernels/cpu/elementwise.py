@@ -17,9 +17,9 @@ chosen by the launcher from the operands' innermost strides, which all tasks
 share: unit strides take a contiguous loop LLVM vectorises, stride 0 (a
 broadcast operand, any of map3's: clamp's bounds) hoists the value, everything
 else takes the general strided loop (clamp by two scalars there: 237 us over
-512 x 256 float32, hoisted 38; numpy 16).  A kernel compiles its one loop only: about half the compile time of one
-holding them all (measured, map2 sub, mul and hypot: ~0.3 s against ~0.55 s
-per dtype).
+512 x 256 float32, hoisted 38; numpy 16).  A kernel compiles its one loop only:
+about half the compile time of one holding them all (measured, map2 sub, mul
+and hypot: ~0.3 s against ~0.55 s per dtype).
 """
 from numba import prange
 
@@ -184,7 +184,8 @@ def map3(a, ao, ast, b, bo, bst, c, co, cst, out, oo, ost, shape):
             w = c[pc:pc + m]
             z = out[po:po + m]
             for j in range(m):
-                z[j] = OP(xv if (MODE - HOISTED) & 1 else x[j], yv if (MODE - HOISTED) & 2 else y[j],
+                z[j] = OP(xv if (MODE - HOISTED) & 1 else x[j],
+                          yv if (MODE - HOISTED) & 2 else y[j],
                           wv if (MODE - HOISTED) & 4 else w[j])
         else:
             for j in range(m):

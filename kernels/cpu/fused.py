@@ -34,8 +34,9 @@ def loop_kernel(fn, dtype, kinds):
 def gather(dst, at, src, p, u, v, n, nr):
     """``dst[at + r * n + j] = src[p + r * v + j * u]`` for ``r < nr``, ``j < n``: ``nr`` rows of
     a strided input into a block, one call per block (a call per row cost ~30 ns, 2048 of
-    them most of a 2048 x 64 chain's time).  Unsigned indices: the unit-stride copy and the
-    fill of a per-row value (``u == 0``) vectorise without slices."""
+    them most of a 2048 x 64 chain's time).  The unit-stride copy loops over slices (Numba's
+    slice assignment is slower); the fill of a per-row value (``u == 0``) indexes unsigned,
+    which vectorises without slices."""
     for r in range(nr):
         q = at + r * n
         s = p + r * v

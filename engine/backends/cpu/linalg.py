@@ -93,9 +93,9 @@ def scipy_blas_threads():
 
 
 def _find_scipy_openblas():
-    """The thread setter and getter of the OpenBLAS bundled in SciPy's wheel (``scipy.libs`` on Linux,
-    ``scipy/.dylibs`` on macOS), which ``scipy.linalg.cython_blas`` and so Numba's ``np.dot``
-    call; None for a SciPy linked to another BLAS."""
+    """The thread setter and getter of the OpenBLAS bundled in SciPy's wheel (``scipy.libs``
+    on Linux, ``scipy/.dylibs`` on macOS), which ``scipy.linalg.cython_blas`` and so Numba's
+    ``np.dot`` call; None for a SciPy linked to another BLAS."""
     import ctypes
     import glob
     import os
