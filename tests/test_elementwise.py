@@ -139,6 +139,24 @@ def test_op_mixed_layouts(name, rng):
     check(row.fn(*tensors), row.ref(*views))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+def test_a_scalar_operand_of_a_small_op_is_read_once(dtype, rng):
+    """``x - 3`` and ``3 - x`` on small tensors: the flat kernels that read the one-element
+    operand once (a scalar first or second), with numpy's values."""
+    from ember.backends.cpu import elementwise as launcher
+    x = np.asarray(rng.integers(1, 9, 7)).astype(dtype)
+    t = as_tensor(x)
+    launcher._FLAT_KERNELS.clear()
+    for got, want in ((t - 3, x - dtype(3)), (3 - t, dtype(3) - x), (t * 2, x * dtype(2)),
+                      (t.reshape(7, 1) // as_tensor(np.full((1, 1), 2, dtype)),
+                       x.reshape(7, 1) // dtype(2))):
+        check(got, want)
+    names = {key[:2] for key in launcher._FLAT_KERNELS}
+    assert {(launcher.SECOND_ONE, "sub"), (launcher.FIRST_ONE, "sub"),
+            (launcher.SECOND_ONE, "mul")} <= names, names
+    assert not any(key[0] == 2 for key in launcher._FLAT_KERNELS), names   # no stride-0 view
+
+
 # the strided templates compile one loop per kernel (MODE, kernels/cpu/elementwise.py), picked
 # by the launcher from the innermost strides: each layout runs its own mode's kernel.  Columns:
 # above SCALAR_FLAT_MAX, where a one-element operand takes the template too

@@ -206,6 +206,20 @@ def flat2(a, b, out):
         out[i] = OP(a[i], b[i])
 
 
+def flat2_first_one(a, b, out):
+    """``flat2`` with a one-element ``a`` (a scalar operand: ``2 - x``), read once."""
+    x = a[0]
+    for i in range(out.shape[0]):
+        out[i] = OP(x, b[i])
+
+
+def flat2_second_one(a, b, out):
+    """``flat2`` with a one-element ``b`` (``x * 2``), read once."""
+    y = b[0]
+    for i in range(out.shape[0]):
+        out[i] = OP(a[i], y)
+
+
 def flat3(a, b, c, out):
     for i in range(out.shape[0]):
         out[i] = OP(a[i], b[i], c[i])
