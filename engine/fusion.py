@@ -16,8 +16,10 @@ a checkpoint memo, a deferred op outside this chain — is written out by the sa
 scratch blocks (CPU) or registers (CUDA).  The result is stored on the node, which every
 tensor sharing it sees.
 
-Limits: an op on fewer than ``MIN_SIZE`` elements runs at once (deferring costs more
-than it saves there); a node whose operand has another shape (broadcasting) forces that
+Limits: an op on fewer than ``MIN_SIZE`` elements runs at once on the CPU outside a
+traced step, unless more than ``SHORT_CHAIN`` of them ran in a row (a long chain), and
+elsewhere on fewer than ``TRACED_MIN_SIZE`` (deferring costs more than it saves there);
+a node whose operand has another shape (broadcasting) forces that
 operand first, so every node of a kernel has the kernel's shape and can be written out;
 an op that would make a chain longer than ``MAX_NODES`` ops forces its operands first; and
 a chain that needs more than ``MAX_ARRAYS`` arrays (inputs and outputs) or ``MAX_LEAVES``
@@ -36,8 +38,21 @@ import sys
 from . import backends
 from .ir import ELEMENTWISE, Op
 
-# Outputs with fewer elements run eagerly (see docs/decisions.md "Fusion" for the measurement).
-MIN_SIZE = 2
+# CPU outputs with fewer elements (up to 64) run at once outside a traced step, up to
+# SHORT_CHAIN of them in a row: an op on tiny tensors is mostly Python, and deferring it (a
+# node, then forcing it) cost ~1-1.4 us more than its whole eager run (~2.6 us), for nothing
+# in a chain of at most SHORT_CHAIN ops (it runs node by node).  Eager scripts on tiny
+# tensors mostly run a few elementwise ops between two other ops (a product, an index):
+# those run at once.  The op after SHORT_CHAIN in a row defers, and so does the rest of a
+# long chain, until another op or a force (``_streak``): a long chain still fuses.  A traced
+# step (``ember.compile``, an optimizer's replay) and CUDA (where a launch costs more than
+# the Python) defer from TRACED_MIN_SIZE elements.  (docs/decisions.md "Fusion")
+MIN_SIZE = 65
+TRACED_MIN_SIZE = 2
+# the run of tiny CPU ops at once, each reading the result of the one before (its length
+# and the last result); another op or a force ends it
+_streak = 0
+_last = None
 # ops per kernel: compile time grows with them (a 128-op CPU kernel: ~4 s cold); 128 holds a
 # BALANCED backward that recomputes a 40-op chain and differentiates it in one kernel
 MAX_NODES = 128
@@ -151,9 +166,15 @@ prod = math.prod
 def elementwise(op, inputs, shape, dtype, device):
     """Elementwise ``op`` on tensors ``inputs`` (validated, promoted, broadcast to ``shape``):
     a ``Deferred`` node of ``shape`` and ``dtype``, or the array computed at once when fusion
-    is off or the output has fewer than ``MIN_SIZE`` elements (deferring costs more than it
-    saves there).  (One function, deferring included: a call less per op.)"""
-    if not ENABLED or prod(shape) < MIN_SIZE:
+    is off, the output has fewer than ``TRACED_MIN_SIZE`` elements, or fewer than
+    ``MIN_SIZE`` on the CPU outside a traced step and at most ``SHORT_CHAIN`` such ops ran
+    at once in a row.  (One function, deferring included: a call less per op.)"""
+    global _streak, _last
+    n = prod(shape)
+    tiny = False
+    if not ENABLED or n < TRACED_MIN_SIZE or (
+            n < MIN_SIZE and _streak < SHORT_CHAIN and backends._recorder is None
+            and device.type == "cpu" and (tiny := True)):
         # their storage, as Tensor._data reads it; one and two inputs (every op but where)
         # written out: per-op overhead
         n = len(inputs)
@@ -166,11 +187,16 @@ def elementwise(op, inputs, shape, dtype, device):
                 y = inputs[1]._data
             arrays = (x, y)
         elif n == 1:
-            x = inputs[0]._buf
+            x = y = inputs[0]._buf
             arrays = (x if type(x) is not Deferred else inputs[0]._data,)
         else:
             arrays = [t._data for t in inputs]
-        return device.backend.elementwise(op, arrays, shape, dtype)
+            x = y = None
+        out = device.backend.elementwise(op, arrays, shape, dtype)
+        if tiny:   # the length of the run of tiny ops at once, each reading the one before
+            _streak = _streak + 1 if x is _last or y is _last else 1
+            _last = out
+        return out
     args = []
     weight = 1
     seq = next(_SEQ)
@@ -222,6 +248,8 @@ def run(op, inputs, params, device):
     """Any other op: a sum, prod, max or min of a pending chain computes the chain as it
     reduces where the backend can (``reduce_deferred``); everything else runs on the device's
     backend, its pending inputs computed first."""
+    global _streak
+    _streak = 0
     if len(inputs) == 1:   # most ops, reductions among them (per-op overhead: no list)
         # (no local variable may hold the node: reduce_deferred counts its references)
         t = inputs[0]
@@ -342,6 +370,8 @@ def _pending(args):
 
 def _force(root):
     # (no local variable of this function may hold a node of the chain: see _outputs)
+    global _streak
+    _streak = 0
     if not _pending(root.args):   # nothing to fuse: the eager kernel, compiled once for all
         return _run_alone(root)
     if root.weight <= SHORT_CHAIN and prod(root.shape) <= SHORT_SIZE:

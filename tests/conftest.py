@@ -69,11 +69,13 @@ def cuda_available():
 @pytest.fixture
 def hot_chains(monkeypatch):
     """Every fused chain compiles at its first force, whatever its size (``fusion.HOT_RUNS``
-    = 1) and length (``SHORT_CHAIN`` = 0: short chains of tiny tensors fuse too): for tests
-    of the fused kernels themselves."""
+    = 1) and length (``SHORT_CHAIN`` = 0: short chains of tiny tensors fuse too), and ops on
+    tiny tensors defer as in a traced step (``MIN_SIZE`` = ``TRACED_MIN_SIZE``: eagerly they
+    run at once): for tests of the fused kernels themselves."""
     from ember import fusion
     monkeypatch.setattr(fusion, "HOT_RUNS", 1)
     monkeypatch.setattr(fusion, "SHORT_CHAIN", 0)
+    monkeypatch.setattr(fusion, "MIN_SIZE", fusion.TRACED_MIN_SIZE)
 
 
 @pytest.fixture

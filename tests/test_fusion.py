@@ -16,6 +16,8 @@ from checks import compiled_in_new_process
 from ember import fusion
 
 NONE, BALANCED = ember.CheckpointingStrategy.NONE, ember.CheckpointingStrategy.BALANCED
+# the defaults (the tests below defer tiny tensors: hot_chains)
+EAGER_MIN_SIZE, EAGER_SHORT_CHAIN = fusion.MIN_SIZE, fusion.SHORT_CHAIN
 
 
 @pytest.fixture(autouse=True)
@@ -456,9 +458,44 @@ def test_a_chain_seen_again_reuses_its_program(rng, few_arrays, monkeypatch):
 
 def test_small_ops_run_at_once(rng, monkeypatch):
     monkeypatch.setattr(fusion, "MIN_SIZE", 8)
+    monkeypatch.setattr(fusion, "SHORT_CHAIN", EAGER_SHORT_CHAIN)
     a = ember.tensor([1.0, 2.0, 3.0, 4.0])
     y, st = counting(lambda: a * 2 + 1)
     assert st["deferred"] == 0 and not isinstance(y._buf, fusion.Deferred)
+
+
+def test_tiny_cpu_outputs_run_at_once_outside_a_traced_step(rng, monkeypatch):
+    """By default an op with at most 64 elements runs at once on the CPU (deferring it cost
+    more than its eager run), unless it is the ninth of a run of such ops each reading the
+    one before (a long chain: from there it defers and fuses); from 65 elements ops defer; a
+    traced step defers tiny ops, and its replay gives the eager values."""
+    monkeypatch.setattr(fusion, "MIN_SIZE", EAGER_MIN_SIZE)
+    monkeypatch.setattr(fusion, "SHORT_CHAIN", EAGER_SHORT_CHAIN)
+    monkeypatch.setattr(fusion, "_streak", 0)
+    assert (EAGER_MIN_SIZE, EAGER_SHORT_CHAIN) == (65, 8)
+    chain = lambda x: ((x * 2.0 + 1.0).tanh() - x) * 0.5                 # 5 ops
+    tiny = ember.from_numpy(randn(rng, 8, 8, dtype=np.float64))
+    y, st = counting(lambda: chain(tiny))
+    assert st["deferred"] == 0 and not isinstance(y._buf, fusion.Deferred), st
+    assert st["eager"] == 0 and st["kernels"] == 0, st       # ran as each op was called
+    many, st = counting(lambda: [chain(tiny) for _ in range(5)])   # 25 ops, in runs of 5
+    assert st["deferred"] == 0, st
+    z, _ = counting(lambda: chain(ember.from_numpy(randn(rng, 65))))
+    assert isinstance(z._buf, fusion.Deferred)
+    # 20 ops in a row, each reading the one before: 8 at once, then a chain of 12, one kernel
+    long = lambda x: functools.reduce(lambda h, _: (h * 0.9).sin(), range(10), x)
+    w, st = counting(lambda: long(tiny))
+    assert st["deferred"] == 12 and isinstance(w._buf, fusion.Deferred), st
+    got, st = counting(lambda: w.numpy())
+    assert st["kernels"] == 1 and st["fused_ops"] == 12, st
+    np.testing.assert_array_equal(got, run(long, tiny.numpy(), fused=False)[0][0])
+    _, st = counting(lambda: chain(tiny))   # the force ended the run: at once again
+    assert st["deferred"] == 0, st
+    step = ember.compile(chain)   # the trace defers (a short chain then runs node by node)
+    got, st = counting(lambda: step(tiny).numpy())
+    assert st["deferred"] == 5, st
+    np.testing.assert_array_equal(got, y.numpy())
+    np.testing.assert_array_equal(step(tiny).numpy(), y.numpy())    # the replay
 
 
 # --- errors point at the op the user wrote -----------------------------------------------------
@@ -537,6 +574,7 @@ CODE = """
 
     ember.fusion.HOT_RUNS = 1   # every chain compiles at its first force
     ember.fusion.SHORT_CHAIN = 0   # (short chains of small tensors too)
+    ember.fusion.MIN_SIZE = ember.fusion.TRACED_MIN_SIZE   # (tiny tensors defer too)
 
     a = ember.tensor(np.linspace(-1, 1, 64, dtype=np.float32))
     b = ember.tensor(np.linspace(0, 2, 64, dtype=np.float32))

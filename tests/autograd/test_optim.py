@@ -353,8 +353,8 @@ device = ember.Device.cpu().gradient_checkpointing(ember.CheckpointingStrategy[S
 for dtype in (ember.float32, ember.float64):
     w = ember.ones(3, dtype=dtype, device=device).require_grad()
     for opt in (ember.optim.SGD([w], lr=0.1, momentum=0.9), ember.optim.AdamW([w], amsgrad=True)):
-        for _ in range(2):
-            opt.params[0].numpy()
+        for _ in range(ember.optim.HOT_STEPS + 1):   # eager steps (op by op: 3 elements), then
+            opt.params[0].numpy()                    # the replay of their trace (fused)
             opt.step((opt.params[0] * opt.params[0]).sum().backward())
         opt.params[0].numpy()
 """

@@ -59,7 +59,7 @@ def test_positive_and_asarray_copy_are_new_objects():
 
 def test_a_deferred_reader_computes_from_the_old_value(fused):
     rng = np.random.default_rng(0)
-    a = rng.standard_normal(64)
+    a = rng.standard_normal(128)          # (tiny tensors run at once: fusion.MIN_SIZE)
     x = ember.tensor(a)
     y = x * 2.0 + 1.0                     # deferred: reads x's storage later
     assert isinstance(y._buf, fusion.Deferred)
@@ -70,9 +70,10 @@ def test_a_deferred_reader_computes_from_the_old_value(fused):
 
 def test_assigning_into_a_deferred_tensor(fused):
     rng = np.random.default_rng(1)
-    a, b = rng.standard_normal(32), rng.standard_normal(32)
+    a, b = rng.standard_normal(128), rng.standard_normal(128)
     x = ember.tensor(a) * ember.tensor(b)     # x itself is pending
     z = x + 1.0                               # and so is a reader of it
+    assert isinstance(x._buf, fusion.Deferred) and isinstance(z._buf, fusion.Deferred)
     x[x > 0] = 0.0
     np.testing.assert_allclose(x.numpy(), np.where(a * b > 0, 0.0, a * b))
     np.testing.assert_allclose(z.numpy(), a * b + 1)

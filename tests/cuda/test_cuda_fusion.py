@@ -6,6 +6,8 @@ from cuda_helpers import assert_same, to_cuda
 import ember
 from ember import fusion
 
+EAGER_MIN_SIZE = fusion.MIN_SIZE   # the default (hot_chains defers tiny tensors everywhere)
+
 
 @pytest.fixture(autouse=True)
 def fusion_on(hot_chains):
@@ -31,6 +33,15 @@ def both(fn, *arrays):
     for g, w in zip(got, want):
         assert_same(g, w)
     return stats
+
+
+def test_tiny_outputs_defer_on_cuda(cuda, rng, monkeypatch):
+    """The CPU runs an op on at most 64 elements at once (``fusion.MIN_SIZE``); on CUDA, where
+    a launch costs more than the Python, a chain of them defers and is one kernel."""
+    monkeypatch.setattr(fusion, "MIN_SIZE", EAGER_MIN_SIZE)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    st = both(lambda x: ((x * 2 + 1).tanh() - x) * 0.5, a)
+    assert st["deferred"] == 5 and st["kernels"] == 1 and st["fused_ops"] == 5, st
 
 
 def test_a_chain_is_one_kernel(cuda, rng):
