@@ -62,7 +62,7 @@ def operand(x):
     item = x.itemsize
     strides = [s // item for s in x.strides]
     if x.flags.c_contiguous:
-        return x.reshape(-1), 0, strides
+        return x.ravel(), 0, strides
     low = 0
     high = 0
     for n, s in zip(x.shape, strides):
@@ -131,7 +131,7 @@ def row_operands(inputs, shape, n):
         xs = x.shape
         if xs == shape:
             wide.append(len(args) + 2)
-            args += (x if x.ndim == 1 else x.reshape(-1), 0, _UNIT)
+            args += (x if x.ndim == 1 else x.ravel(), 0, _UNIT)
             inner.append(1)
             continue
         k = 0
@@ -150,7 +150,7 @@ def row_operands(inputs, shape, n):
         if cols and c != cols:
             return None
         cols = c
-        args += (x.reshape(-1), 0, strides)
+        args += (x.ravel(), 0, strides)
         inner.append(s)
     if not cols:
         return None, args, inner
@@ -185,9 +185,9 @@ def elementwise_new(op, inputs, shape, dtype):
                 key = (2, scalar, char)
                 f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
                 # (a 0-d input, a scalar operand: ``x[None]`` is half the time of a reshape)
-                f(a if a.ndim == 1 else a[None] if not a.ndim else a.reshape(-1),
-                  b if b.ndim == 1 else b[None] if not b.ndim else b.reshape(-1),
-                  out if out.ndim == 1 else out.reshape(-1))
+                f(a if a.ndim == 1 else a[None] if not a.ndim else a.ravel(),
+                  b if b.ndim == 1 else b[None] if not b.ndim else b.ravel(),
+                  out if out.ndim == 1 else out.ravel())
                 return out
             if n <= SCALAR_FLAT_MAX:
                 # a scalar operand (a 0-d constant): the kernel reads it once (a stride-0 view
@@ -195,27 +195,27 @@ def elementwise_new(op, inputs, shape, dtype):
                 if b.size == 1 and a.size == n and a.flags.c_contiguous:
                     key = (SECOND_ONE, scalar, char)
                     f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                    f(a if a.ndim == 1 else a.reshape(-1), b[None] if not b.ndim else b.reshape(-1),
-                      out if out.ndim == 1 else out.reshape(-1))
+                    f(a if a.ndim == 1 else a.ravel(), b[None] if not b.ndim else b.ravel(),
+                      out if out.ndim == 1 else out.ravel())
                     return out
                 if a.size == 1 and b.size == n and b.flags.c_contiguous:
                     key = (FIRST_ONE, scalar, char)
                     f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                    f(a[None] if not a.ndim else a.reshape(-1), b if b.ndim == 1 else b.reshape(-1),
-                      out if out.ndim == 1 else out.reshape(-1))
+                    f(a[None] if not a.ndim else a.ravel(), b if b.ndim == 1 else b.ravel(),
+                      out if out.ndim == 1 else out.ravel())
                     return out
         elif arity == 1:
             a = inputs[0]
             if n == 1 or (a.size == n and a.flags.c_contiguous):
                 key = (1, scalar, char)
                 f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                f(a if a.ndim == 1 else a.reshape(-1), out if out.ndim == 1 else out.reshape(-1))
+                f(a if a.ndim == 1 else a.ravel(), out if out.ndim == 1 else out.ravel())
                 return out
         flat = _flat_operands(inputs, n)
         if flat is not None:
             key = (arity, scalar, char)
             f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-            f(*flat, out if out.ndim == 1 else out.reshape(-1))
+            f(*flat, out if out.ndim == 1 else out.ravel())
             return out
     return elementwise(scalar, inputs, out)
 
@@ -230,7 +230,7 @@ def _flat_operands(inputs, n):
     flat = []
     for x in inputs:
         if x.size == n and x.flags.c_contiguous:
-            flat.append(x if x.ndim == 1 else x.reshape(-1))
+            flat.append(x if x.ndim == 1 else x.ravel())
         elif x.size == 1 and n <= SCALAR_FLAT_MAX:
             flat.append(np.ndarray((n,), x.dtype, x, 0, (0,)))
         else:
@@ -256,8 +256,8 @@ def elementwise(op, inputs, out):
                 break
         else:   # every input holds the output's elements in the same order: one flat index
             f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-            f(*[x if x.ndim == 1 else x.reshape(-1) for x in inputs],
-              out if out.ndim == 1 else out.reshape(-1))
+            f(*[x if x.ndim == 1 else x.ravel() for x in inputs],
+              out if out.ndim == 1 else out.ravel())
             return out
     shape = out.shape
     if out.flags.c_contiguous:
@@ -266,9 +266,9 @@ def elementwise(op, inputs, out):
             merged, args, inner = rows
             fn = _map_kernel(key, inner, 1, n)
             if merged is None:
-                fn(*args, out if out.ndim == 1 else out.reshape(-1), 0, _UNIT, _size_array(n))
+                fn(*args, out if out.ndim == 1 else out.ravel(), 0, _UNIT, _size_array(n))
             else:
-                fn(*args, out.reshape(-1), 0, int_array((merged[1], 1)), merged)
+                fn(*args, out.ravel(), 0, int_array((merged[1], 1)), merged)
             return out
     ops = [operand_as(x, shape) for x in inputs]
     ops.append(operand(out))

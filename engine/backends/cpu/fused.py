@@ -60,7 +60,7 @@ def bind(*, chain, kernel, kinds, shape, dtypes):
         if args is None:
             run(kernel, leaves, kinds, outs, shape)
         else:
-            flat(n, *args, *(outs if one_dim else [o.reshape(-1) for o in outs]))
+            flat(n, *args, *(outs if one_dim else [o.ravel() for o in outs]))
         return outs
 
     return launch
@@ -74,7 +74,7 @@ def flat_args(leaves, kinds, shape):
         if kind == "s":
             args.append(x.item(0))
         elif x.shape == shape and x.flags.c_contiguous:
-            args.append(x if x.ndim == 1 else x.reshape(-1))
+            args.append(x if x.ndim == 1 else x.ravel())
         else:
             return None
     return args
@@ -88,7 +88,7 @@ def run(k, leaves, kinds, outs, shape):
     """
     n = outs[0].size
     parallel = n >= PARALLEL_MIN
-    flat_outs = outs if len(shape) == 1 else [o.reshape(-1) for o in outs]
+    flat_outs = outs if len(shape) == 1 else [o.ravel() for o in outs]
     args = flat_args(leaves, kinds, shape)
     if args is not None:
         k.get("flat", parallel)(n, *args, *flat_outs)
@@ -165,7 +165,7 @@ def run_reduce(key, op, leaves, kinds, outs, root_out, shape, root_dtype, out_dt
     # (engine/memory.py ALIGN), so its chunks start at element 0, as here
     skip = 0
     written = outs if root_out is None else [*outs, root_out]
-    flat_outs = tuple(o.reshape(-1) for o in written)
+    flat_outs = tuple(o.ravel() for o in written)
     c_strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]   # the root's, C order
     merged, per_leaf = strided_leaves(leaves, kinds, shape, c_strides)
     arrays = [v for v, kind in zip(per_leaf, kinds) if kind == "a"]
