@@ -171,10 +171,10 @@ def elementwise(op, inputs, shape, dtype, device):
     at once in a row.  (One function, deferring included: a call less per op.)"""
     global _streak, _last
     n = prod(shape)
-    tiny = False
-    if not ENABLED or n < TRACED_MIN_SIZE or (
-            n < MIN_SIZE and _streak < SHORT_CHAIN and backends._recorder is None
-            and device.type == "cpu" and (tiny := True)):
+    # a tiny CPU op outside a traced step, not too far into a run of them: at once
+    tiny = (n < MIN_SIZE and n >= TRACED_MIN_SIZE and _streak < SHORT_CHAIN and ENABLED
+            and backends._recorder is None and device.type == "cpu")
+    if tiny or not ENABLED or n < TRACED_MIN_SIZE:
         # their storage, as Tensor._data reads it; one and two inputs (every op but where)
         # written out: per-op overhead
         n = len(inputs)
