@@ -22,10 +22,12 @@ from ..shared import broadcast_strides, merge_dims
 # elements for exp and 2M for add.
 PARALLEL_MIN = 1 << 19
 
-# Up to this many elements, an op with a one-element operand runs the flat kernel on a
-# stride-0 view of it: the strided template's call costs ~0.6 us more, but its loop
-# vectorises where the flat one reading a stride-0 array does not (measured, x * 2.0 in
-# float32: flat 2.6 / template 3.3 us at 256 elements, 3.1 / 3.5 at 2048, 4.7 / 4.0 at 8192).
+# Up to this many elements, an op with a one-element operand runs a flat kernel: for two
+# inputs one that reads that operand once (FIRST_ONE, SECOND_ONE), for three (clamp, where)
+# the plain one on a stride-0 view of it.  Above, the strided template, whose call costs ~0.6
+# us more but whose loop vectorises where the flat one reading a stride-0 array does not
+# (measured, x * 2.0 in float32 before the read-once kernels: flat 2.6 / template 3.3 us at
+# 256 elements, 3.1 / 3.5 at 2048, 4.7 / 4.0 at 8192).
 SCALAR_FLAT_MAX = 2048
 # _FLAT's keys for two inputs, one of them of one element (a scalar operand), read once
 FIRST_ONE, SECOND_ONE = "2a", "2b"
@@ -184,26 +186,25 @@ def elementwise_new(op, inputs, shape, dtype):
                           and b.flags.c_contiguous):
                 key = (2, scalar, char)
                 f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                # (a 0-d input, a scalar operand: ``x[None]`` is half the time of a reshape)
-                f(a if a.ndim == 1 else a[None] if not a.ndim else a.ravel(),
-                  b if b.ndim == 1 else b[None] if not b.ndim else b.ravel(),
+                # (``ravel()``: a view of a contiguous array, 0-d ones too; ~45 ns against
+                # reshape(-1)'s ~140)
+                f(a if a.ndim == 1 else a.ravel(), b if b.ndim == 1 else b.ravel(),
                   out if out.ndim == 1 else out.ravel())
                 return out
+            # a scalar operand (a 0-d constant): a kernel that reads it once (a stride-0 view
+            # of it cost ~0.3 us to make and ~0.4 us more in Numba's dispatch)
+            one = None
             if n <= SCALAR_FLAT_MAX:
-                # a scalar operand (a 0-d constant): the kernel reads it once (a stride-0 view
-                # of it costs ~0.3 us to make and ~0.4 us more in Numba's dispatch)
                 if b.size == 1 and a.size == n and a.flags.c_contiguous:
-                    key = (SECOND_ONE, scalar, char)
-                    f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                    f(a if a.ndim == 1 else a.ravel(), b[None] if not b.ndim else b.ravel(),
-                      out if out.ndim == 1 else out.ravel())
-                    return out
-                if a.size == 1 and b.size == n and b.flags.c_contiguous:
-                    key = (FIRST_ONE, scalar, char)
-                    f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
-                    f(a[None] if not a.ndim else a.ravel(), b if b.ndim == 1 else b.ravel(),
-                      out if out.ndim == 1 else out.ravel())
-                    return out
+                    one = SECOND_ONE
+                elif a.size == 1 and b.size == n and b.flags.c_contiguous:
+                    one = FIRST_ONE
+            if one is not None:
+                key = (one, scalar, char)
+                f = _FLAT_KERNELS.get(key) or _flat_kernel(key)
+                f(a if a.ndim == 1 else a.ravel(), b if b.ndim == 1 else b.ravel(),
+                  out if out.ndim == 1 else out.ravel())
+                return out
         elif arity == 1:
             a = inputs[0]
             if n == 1 or (a.size == n and a.flags.c_contiguous):
@@ -224,8 +225,8 @@ def _flat_operands(inputs, n):
     """``inputs`` as 1-D arrays of ``n`` elements in the output's order, or None.
 
     Up to ``SCALAR_FLAT_MAX`` elements, a one-element input (a scalar operand) becomes a
-    stride-0 view, so ``x * 2`` takes the flat kernel too (Numba compiles it once more for
-    that layout).
+    stride-0 view, so ``x.clamp(0, 1)`` takes the flat kernel too (Numba compiles it once
+    more for that layout; two inputs with a scalar take the read-once kernels before this).
     """
     flat = []
     for x in inputs:
