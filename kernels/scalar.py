@@ -370,24 +370,34 @@ def tanh(a):
 # Checked over every positive float32 below the clamp against float64 tanh: at most 2 ulp, as
 # before (the worst case, x ~ 0.0154, is the division's and u's rounding, the same for both);
 # ~12 % fewer cycles per element (0.67 -> 0.60 ns in a serial loop).
+# - Stop 41: three fewer vector ops per element, the same bits: 2**k from the rounding's own
+#   bits, NaN carried through the clamp instead of a select at the end, no negation before
+#   copysign.  131 072 values in a 512-bit loop: 55.5 -> 48.6 us (numpy's 47.6; checked over
+#   every positive float32 below 10: at most 2 ulp, at the same x ~ 0.0154).
 TANH_P_F32 = (F32(0.5), F32(0.1666666716337204), F32(0.04166635498404503),
               F32(0.008333273231983185), F32(0.0013940997887402773),
               F32(0.00019914156291633844))
 MINUS_LN2_F32, MINUS_TWO_F32 = F32(-0.6931471805599453), F32(-2.0)
 TANH_ONE_F32 = F32(9.1)   # tanh(9.1) rounds to 1 in float32: clamping keeps 2**k normal
+ROUND_MAGIC_127_F32 = F32(12582912.0 + 127.0)   # 1.5 * 2**23 + 127: rounds, and biases k
 
 
 def tanh_f32(a):
     """tanh for float32 in float32 arithmetic (the launcher picks it for float32 data).
 
-    ``-u / (2 + u)`` with ``u = expm1(-2|a|)`` (see above): one polynomial and one division
-    for every input, sign restored with copysign.  Within 2 ulp of float64 tanh.
+    ``u / (2 + u)`` with ``u = expm1(-2|a|)`` (see above): one polynomial and one division
+    for every input, the sign set by copysign (``-u / (2 + u)`` has the magnitude, so the
+    negation is left out).  Within 2 ulp of float64 tanh.
     """
     c = TANH_P_F32
     x = abs(a)
-    x = x if x < TANH_ONE_F32 else TANH_ONE_F32   # (NaN too: restored at the end)
+    # (NaN fails the test and stays NaN through the arithmetic: no select at the end)
+    x = TANH_ONE_F32 if x > TANH_ONE_F32 else x
     y = x * MINUS_TWO_F32
-    k = fma(y, LOG2E_F32, ROUND_MAGIC_F32) - ROUND_MAGIC_F32
+    # k + 127 sits in the low bits of kf (k in [-27, 0]): shifted 23 bits up they are the
+    # exponent of 2**k (one shift against a conversion, an add and a shift)
+    kf = fma(y, LOG2E_F32, ROUND_MAGIC_127_F32)
+    k = kf - ROUND_MAGIC_127_F32
     r = fma(k, MINUS_LN2_F32, y)
     p = fma(c[5], r, c[4])   # (Horner steps as fused multiply-adds: fewer instructions)
     p = fma(p, r, c[3])
@@ -395,10 +405,9 @@ def tanh_f32(a):
     p = fma(p, r, c[1])
     p = fma(p, r, c[0])
     q = fma(r * r, p, r)
-    two_k = _pow2_f32(k)
+    two_k = f32_from_bits(np.int32(f32_to_bits(kf) << np.int32(23)))
     u = fma(two_k, q, two_k - ONE_F32)
-    t = -u / (TWO_F32 + u)
-    return math.copysign(t if a == a else a, a)
+    return math.copysign(u / (TWO_F32 + u), a)
 
 
 def sigmoid(a):
