@@ -610,6 +610,30 @@ def test_tape_results_are_values_of_their_own():
     on_tape(step)
 
 
+def test_tape_joins_short_rows_of_a_bias_add():
+    """A bias over rows of 2 runs as rows of up to 64 (the bias copied once per joined row),
+    where every operand is contiguous or repeats per row; a per-row operand keeps the rows."""
+    z, b, c = RNG.standard_normal((96, 2)), RNG.standard_normal(2), RNG.standard_normal((96, 1))
+    odd = RNG.standard_normal((7, 3))
+    cases = [(lambda z, b: z * 2 + b, (z, b), (3, 64)),      # 32 rows joined
+             (lambda z, b: b - z, (odd, RNG.standard_normal(3)), (1, 21)),
+             (lambda z, c: z + c, (z, c), (96, 2))]            # a column: not joined
+    for fn, args, (rows, cols) in cases:
+        step = ember.compile(fn)
+        got = step(*[t(a) for a in args])
+        close(got, fn(*[t(a) for a in args]))
+        np.testing.assert_allclose(got.numpy(), fn(*[a.astype(np.float32) for a in args]),
+                                   rtol=1e-6)
+        program = on_tape(step)
+        if DEVICE.type == "cpu":
+            r = program.replay
+            last = max(i for i, n in enumerate(r.names) if n.name in ("ADD", "SUB"))
+            assert tuple(r.rows[last, 7:9]) == (rows, cols)
+        for _ in range(2):   # replays read the joined bias copy afresh
+            args = [a + 1 for a in args]
+            close(step(*[t(a) for a in args]), fn(*[t(a) for a in args]))
+
+
 def test_tape_index_checks_run_at_every_replay():
     step = ember.compile(lambda x, i: (x * 2).gather(1, i) + 1)
     x = t(X)

@@ -44,6 +44,7 @@ IO_MAX = 1 << 13              # elements of an input or result past which the co
 BLAS_MIN = 1 << 12            # multiply-adds from which a product calls BLAS (else a loop)
 CHAIN_MIN = 512               # elements from which a fused chain is one loop (else node by node)
 CHAIN_MAX_NODES = 16          # (longer chains' loops take seconds to compile: node by node)
+JOINED_ROW = 64               # elementwise rows shorter than SHORT_ROW are joined up to this
 SHORT_SOFTMAX = 8             # softmax over rows of at most this many values: step by step
 
 _VIEWS = frozenset((Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE, Op.FLIP, Op.CONTIGUOUS))
@@ -263,6 +264,8 @@ class _Lowering:
         if arity not in (1, 2, 3):
             raise Unsupported(f"an elementwise op of {arity} operands")
         rows, cols, forms, wide = _layout([m.pos for m in operands], shape)
+        if cols < self.k.SHORT_ROW and rows > 1:
+            rows, cols, forms, wide = self.joined_rows(operands, rows, cols, forms, wide)
         fields = []
         for m, w, f in zip(operands, wide, forms):
             if f is None:   # not affine: a contiguous copy of the broadcast operand
@@ -272,6 +275,24 @@ class _Lowering:
         self.emit(self.kernel(f"ew{arity}", fn, dtypes), (out.slot, *(m.slot for m in operands)),
                   (_first(out), rows, cols, *fields))
         return out
+
+    def joined_rows(self, operands, rows, cols, forms, wide):
+        """Short rows (a bias over 2 logits) joined ``j`` at a time into rows of up to
+        ``JOINED_ROW`` elements, where every operand is contiguous or repeats per row: the
+        loop pays its per-row cost ``j`` times less.  A repeating operand (the bias) is then
+        read from a copy of its first joined row.  Else the layout as it was."""
+        j = max((j for j in range(1, JOINED_ROW // cols + 1) if rows % j == 0), default=1)
+        if j == 1:
+            return rows, cols, forms, wide
+        rows2, cols2 = rows // j, cols * j
+        wide2 = [w.reshape(rows2, cols2) for w in wide]
+        forms2 = [_affine(w) for w in wide2]
+        for i, (m, w, f) in enumerate(zip(operands, wide2, forms2)):
+            if f is None:
+                if not (w == w[:1]).all():
+                    return rows, cols, forms, wide
+                forms2[i] = (_first(self.contiguous(m, w[0])), 0, 1)
+        return rows2, cols2, forms2, wide2
 
     def fused(self, leaves, chain, shape):
         """Chain ``chain`` (fusion's key) of ``leaves``: maps of its outputs.  A long enough
