@@ -421,6 +421,26 @@ def test_arg_reduce_rows_on_short_lanes(dtype):
             check_arg(op, x, 1)
 
 
+@pytest.mark.parametrize("threads", ["serial", "parallel"])
+def test_arg_reduce_many_short_rows(threads, request):
+    """Whole rows of at most ARG_SHORT values (argmax over 2 logits per point) scan straight
+    into the result: ties (the first wins), NaN (the first NaN wins), one-value rows, on the
+    serial and the parallel kernel."""
+    from ember.kernels.cpu.reduce import ARG_SHORT
+    if threads == "parallel":
+        request.getfixturevalue("parallel")
+    for n in (1, 2, 3, ARG_SHORT):
+        x = np.round(make((BIG // n, n), np.float64))   # many ties
+        x[5, n - 1] = np.nan
+        x[9, 0] = np.nan
+        if n > 2:
+            x[11, [1, n - 1]] = np.nan
+        x[13, :] = 3.0
+        for op in ("argmax", "argmin"):
+            check_arg(op, x, 1)
+            check_arg(op, x.astype(np.float32), 1)
+
+
 def test_arg_reduce_big_and_empty(parallel):
     x = make((BIG,), np.float64)
     check_arg("argmax", x, None)

@@ -177,7 +177,19 @@ def arg_fold(x, out, outer, n, inner, nsplit):
     # lt for argmin), so the first extreme wins ties; the first NaN beats all.
     # Each task keeps a best (value, index) per lane, updated with selects so
     # the loops vectorise, and then merges its lanes.
-    if inner == 1:
+    if inner == 1 and nsplit == 1 and n <= ARG_SHORT:
+        # whole short rows (the argmax over 2 logits of each point): one scan per row straight
+        # into ``out``, without the per-task buffers and their merge (2048 x 2: 31 -> ~7 us)
+        for o in prange(outer):
+            best = x[o * n]
+            k = 0
+            for j in range(1, n):
+                v = x[o * n + j]
+                if OP(v, best) or (v != v and best == best):
+                    best = v
+                    k = j
+            out[o] = k
+    elif inner == 1:
         csize = (n + nsplit - 1) // nsplit
         pv = np.empty(outer * nsplit, x.dtype)
         pi = np.full(outer * nsplit, -1, np.int64)
