@@ -233,6 +233,11 @@ _ROW_CASES = {
     "reversed_inner_3d": ((40, 30, 20), (30, 1), lambda v: v[:, :, ::-1]),   # 2 tasks
     "long_rows": ((3, 16484), (16484,), None),                       # a chunk and a tail
     "transposed_long_rows": ((16484, 3), (3, 1), lambda v: v.T),
+    # short rows joined with the bias repeated (32 rows of 2; all 7 rows of 3), and not
+    # joined (a prime count of rows; a column beside the bias)
+    "short_bias": ((2048, 2), (2,), None),
+    "short_bias_seven_rows": ((7, 3), (3,), None),
+    "short_bias_prime_rows": ((97, 2), (2,), None),
 }
 
 
@@ -254,6 +259,9 @@ def test_broadcast_and_strided_rows(case, rng, unfused):
     ((4, 16), (16,), (4, 16)), ((4, 16), (1, 16), (4, 16)), ((8, 8), (8, 1), (8, 8)),
     ((4, 1), (16,), (4, 16)), ((2, 3, 4), (3, 4), (2, 12)), ((2, 3, 4), (2, 1, 1), (2, 12)),
     ((5, 6), (5, 6), None), ((5, 6), (1,), None),
+    # short rows joined into rows of up to 64 when no operand is a column
+    ((2048, 2), (2,), (64, 64)), ((7, 3), (3,), (1, 21)), ((97, 2), (2,), (97, 2)),
+    ((6, 4), (1, 4), (1, 24)), ((128, 2), (128, 1), (128, 2)),
 ])
 def test_row_operands_describe_rows_and_columns(x_shape, y_shape, merged):
     from ember.backends.cpu.elementwise import row_operands

@@ -319,6 +319,8 @@ _STRIDED_CASES = {
     "reversed_inner_3d": ((40, 30, 20), (30, 1), lambda v: v[:, :, ::-1]),
     "long_rows": ((3, 16484), (16484,), None),
     "transposed_long_rows": ((16484, 3), (3, 1), lambda v: v.T),
+    "short_bias": ((2048, 2), (2,), None),   # rows of 2 joined 32 at a time, bias repeated
+    "short_bias_odd_rows": ((1001, 3), (3,), None),   # 7 at a time
 }
 
 

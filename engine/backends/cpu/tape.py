@@ -36,7 +36,7 @@ import numpy as np
 from ...ir import ELEMENTWISE, REDUCTIONS, Op
 from ..shared import c_strides, chain_key, identity
 from . import linalg
-from .elementwise import PARALLEL_MIN
+from .elementwise import JOINED_ROW, PARALLEL_MIN, SHORT_ROW
 
 MAX_ELEMENTS = PARALLEL_MIN   # past it the eager kernels run on every core; a tape on one
 IO_MAX = 1 << 13              # elements of an input or result past which the copies in and
@@ -44,7 +44,6 @@ IO_MAX = 1 << 13              # elements of an input or result past which the co
 BLAS_MIN = 1 << 12            # multiply-adds from which a product calls BLAS (else a loop)
 CHAIN_MIN = 512               # elements from which a fused chain is one loop (else node by node)
 CHAIN_MAX_NODES = 16          # (longer chains' loops take seconds to compile: node by node)
-JOINED_ROW = 64               # elementwise rows shorter than SHORT_ROW are joined up to this
 SHORT_SOFTMAX = 8             # softmax over rows of at most this many values: step by step
 
 _VIEWS = frozenset((Op.RESHAPE, Op.PERMUTE, Op.EXPAND, Op.SLICE, Op.FLIP, Op.CONTIGUOUS))
@@ -264,7 +263,7 @@ class _Lowering:
         if arity not in (1, 2, 3):
             raise Unsupported(f"an elementwise op of {arity} operands")
         rows, cols, forms, wide = _layout([m.pos for m in operands], shape)
-        if cols < self.k.SHORT_ROW and rows > 1:
+        if cols < SHORT_ROW and rows > 1:   # (the eager launcher's rule: row_operands)
             rows, cols, forms, wide = self.joined_rows(operands, rows, cols, forms, wide)
         fields = []
         for m, w, f in zip(operands, wide, forms):
